@@ -1,0 +1,135 @@
+# lism -- same-host TCP shortcut in eBPF.  `make help` lists the targets.
+# Quiet by default; `make V=1` shows every command.
+
+BUILD    ?= build
+PREFIX   ?= /usr/local
+CLANG    ?= clang
+CC       ?= gcc
+BPFTOOL  ?= bpftool
+PKG_CONFIG ?= pkg-config
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
+
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+# Debian 12 packages every target needs; `make deps` installs the missing ones.
+DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libxdp-dev libcriterion-dev \
+	libelf-dev zlib1g-dev pkg-config libjson-c-dev iproute2 iptables curl
+
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '  %-7s %s\n' $(1) $(2);
+endif
+
+WARN     := -Wall -Wextra -Werror
+CFLAGS   ?= -O2 -g
+USER_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) \
+	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf json-c 2>/dev/null)
+USER_LIBS := $(shell $(PKG_CONFIG) --libs libbpf json-c 2>/dev/null)
+BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
+	-Wno-unused-function -Iinclude -Ibpf -I$(BUILD)
+
+BPF_SRCS  := bpf/handshake.bpf.c bpf/shortcut.bpf.c
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+BPF_HDRS  := $(wildcard bpf/*.h) $(wildcard include/lism/*.h)
+USER_SRCS := $(wildcard user/*.c)
+# everything but main.c, so tests link the same code the tool runs
+LIB_SRCS  := $(filter-out user/main.c,$(USER_SRCS))
+LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(LIB_SRCS))
+USER_HDRS := $(wildcard user/*.h) $(wildcard include/lism/*.h) $(BUILD)/lism.skel.h
+
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+INTEG_SRCS := $(wildcard tests/integration/*.c)
+
+.PHONY: all deps run test unit integration install clean help
+.DEFAULT_GOAL := all
+
+all: $(BUILD)/lism
+
+help:
+	@echo 'make deps         install the Debian packages lism needs (apt-get)'
+	@echo 'make / make all   build build/lism and its BPF object'
+	@echo 'make run          deps + build, load lism host-wide, print its status'
+	@echo 'make test         deps + build + every test (unit, then integration as root)'
+	@echo 'make unit         unprivileged unit tests only'
+	@echo 'make integration  integration tests only (root: netns, cgroup2, bpffs)'
+	@echo 'make install      install lism to $(PREFIX)/sbin'
+	@echo 'make clean        remove $(BUILD)/'
+	@echo 'V=1               show the commands'
+
+# Installs only what is missing, so a prepared machine needs no network.
+deps:
+	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "  DEPS    installing:" $$missing; \
+		if [ "$$(id -u)" -ne 0 ]; then echo "make deps: need root to apt-get install $$missing" >&2; exit 1; fi; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	fi
+
+$(BUILD)/vmlinux.h: | $(BUILD)
+	$(call say,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD) $(BUILD)/bpf $(BUILD)/user $(BUILD)/tests:
+	$(Q)mkdir -p $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(BUILD)/vmlinux.h | $(BUILD)/bpf
+	$(call say,CLANG,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# One object, one skeleton: the two programs share their maps.
+$(BUILD)/lism.bpf.o: $(BPF_OBJS)
+	$(call say,LINK,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
+
+$(BUILD)/lism.skel.h: $(BUILD)/lism.bpf.o
+	$(call say,GEN,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name lism_bpf > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/user/%.o: user/%.c $(USER_HDRS) | $(BUILD)/user
+	$(call say,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(BUILD)/lism: $(BUILD)/user/main.o $(LIB_OBJS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(USER_CFLAGS) $^ $(USER_LIBS) -o $@
+
+$(BUILD)/tests/unit: $(UNIT_SRCS) $(LIB_OBJS) $(USER_HDRS) | $(BUILD)/tests
+	$(call say,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) $(UNIT_SRCS) $(LIB_OBJS) $(USER_LIBS) -lcriterion -o $@
+
+$(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(LIB_OBJS) $(USER_HDRS) | $(BUILD)/tests
+	$(call say,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -Itests/integration $(INTEG_SRCS) $(LIB_OBJS) $(USER_LIBS) \
+		-lcriterion -lpthread -o $@
+
+run: deps all
+	$(Q)if $(BUILD)/lism status >/dev/null 2>&1; then \
+		echo "lism is already loaded; its status:"; \
+	else \
+		$(BUILD)/lism load --mount-bpffs || exit $$?; \
+	fi; \
+	$(BUILD)/lism status
+
+unit: $(BUILD)/tests/unit
+	$(Q)$(BUILD)/tests/unit --jobs 2
+
+integration: $(BUILD)/lism $(BUILD)/tests/integration
+	$(Q)LISM_BIN=$(abspath $(BUILD)/lism) $(BUILD)/tests/integration --jobs 1
+
+# Each suite prints Criterion's synthesis; the last line adds them up.
+test: deps all $(BUILD)/tests/unit $(BUILD)/tests/integration
+	$(Q)tests/run-all.sh $(BUILD)
+
+install: all
+	$(call say,INSTALL,$(DESTDIR)$(PREFIX)/sbin/lism)
+	$(Q)install -D -m 0755 $(BUILD)/lism $(DESTDIR)$(PREFIX)/sbin/lism
+
+clean:
+	$(call say,CLEAN,$(BUILD))
+	$(Q)rm -rf $(BUILD)

@@ -1,0 +1,652 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The handshake (CLC analog), as one sockops program:
+ *
+ *   connect()          TCP_CONNECT_CB: take a DMB slot, state PROPOSED
+ *   SYN                WRITE_HDR_OPT:  option {GID, token S}
+ *   listener gets SYN  HDR_OPT_LEN:    S names a PROPOSED entry of this kernel
+ *                                      -> take a slot R, claim S (CAS), ACCEPTED
+ *   SYN-ACK            WRITE_HDR_OPT:  option {GID, token R}
+ *   client established ACTIVE_ESTABLISHED: R names S and S was claimed by R
+ *                                      -> join the shortcut map, READY
+ *   server established PASSIVE_ESTABLISHED: the saved SYN names S, S names R
+ *                                      -> join, both CONFIRMED
+ *
+ * Anything else declines with a reason and the connection stays on TCP.
+ * Pairing never looks at addresses (DNAT rewrites them); it needs both
+ * tokens to be live entries of this kernel's table naming each other, so a
+ * packet from elsewhere cannot complete it.
+ */
+#include "lism.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
+/*
+ * Whether the socket's file is in non-blocking mode.  Connection setup only,
+ * so plain probe reads (CO-RE) are cheap enough.
+ */
+static __always_inline int sock_nonblocking(const struct sock *sk)
+{
+	struct file *f;
+	unsigned int flags;
+
+	if (!sk)
+		return 0;
+	f = BPF_CORE_READ(sk, sk_socket, file);
+	if (!f || bpf_core_read(&flags, sizeof(flags), &f->f_flags))
+		return 0;
+	return (flags & O_NONBLOCK) != 0;
+}
+
+/* IPv4 addresses are kept as ::ffff:a.b.c.d so one key type covers both. */
+struct addr6 {
+	__u32 w[4];
+};
+
+static __always_inline void addr_from_v4(struct addr6 *a, __u32 ip4)
+{
+	a->w[0] = 0;
+	a->w[1] = 0;
+	a->w[2] = bpf_htonl(0xffff);
+	a->w[3] = ip4;
+}
+
+/*
+ * Context fields are read with volatile loads: clang otherwise sinks them
+ * into the branch and folds "v4 ? &ctx->a : &ctx->b" into a modified ctx
+ * pointer, which the verifier rejects.
+ */
+#define CTX(field) (*(volatile __u32 *)&(field))
+
+static __always_inline void pick_addr(struct addr6 *a, __u32 fam, __u32 ip4, __u32 a0, __u32 a1,
+				      __u32 a2, __u32 a3)
+{
+	if (fam == AF_INET) {
+		addr_from_v4(a, ip4);
+	} else {
+		a->w[0] = a0;
+		a->w[1] = a1;
+		a->w[2] = a2;
+		a->w[3] = a3;
+	}
+}
+
+static __always_inline void sockops_local(struct bpf_sock_ops *s, struct addr6 *a)
+{
+	pick_addr(a, CTX(s->family), CTX(s->local_ip4), CTX(s->local_ip6[0]),
+		  CTX(s->local_ip6[1]), CTX(s->local_ip6[2]), CTX(s->local_ip6[3]));
+}
+
+static __always_inline void sockops_remote(struct bpf_sock_ops *s, struct addr6 *a)
+{
+	pick_addr(a, CTX(s->family), CTX(s->remote_ip4), CTX(s->remote_ip6[0]),
+		  CTX(s->remote_ip6[1]), CTX(s->remote_ip6[2]), CTX(s->remote_ip6[3]));
+}
+
+static __always_inline int addr_eq(const __u8 *stored, const struct addr6 *a)
+{
+	const __u32 *w = (const __u32 *)stored;
+
+	return w[0] == a->w[0] && w[1] == a->w[1] && w[2] == a->w[2] && w[3] == a->w[3];
+}
+
+/* The option goes only toward destinations that can be on this host. */
+static __always_inline int in_scope(const struct addr6 *a)
+{
+	struct lism_scope_key k = { .prefixlen = 128 };
+	__u8 *v;
+
+	__builtin_memcpy(k.addr, a->w, 16);
+	v = bpf_map_lookup_elem(&scope, &k);
+	return v && *v == LISM_SCOPE_LOCAL;
+}
+
+static __always_inline __u16 sockops_rport(struct bpf_sock_ops *s)
+{
+	return (__u16)bpf_ntohl(s->remote_port);
+}
+
+/* Take a free slot and stamp a fresh entry; NULL when the table is full. */
+static __always_inline struct lism_dmb *dmb_alloc(const struct lism_device *d, __u8 role,
+						  struct bpf_sock_ops *s)
+{
+	struct lism_usage *u;
+	struct lism_dmb *e;
+	struct addr6 l, r;
+	__u32 zero = 0, slot;
+	__s64 now;
+
+	u = bpf_map_lookup_elem(&usage, &zero);
+	if (!u)
+		return NULL;
+	now = __sync_add_and_fetch(&u->dmbs_in_use, 1);
+	if (now > d->max_dmbs || bpf_map_pop_elem(&dmb_free, &slot)) {
+		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
+		return NULL;
+	}
+	if (now > u->dmbs_hwm)
+		u->dmbs_hwm = now; /* racy max: a view, not an invariant */
+	e = dmb_get(slot);
+	if (!e) { /* cannot happen: slots come from 0..capacity-1 */
+		bpf_map_push_elem(&dmb_free, &slot, 0);
+		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
+		return NULL;
+	}
+	sockops_local(s, &l);
+	sockops_remote(s, &r);
+	e->peer_token = 0;
+	e->role = role;
+	e->reason = LISM_R_NONE;
+	e->peer_reason = LISM_R_NONE;
+	e->conn_flags = 0;
+	e->lport = (__u16)s->local_port;
+	e->rport = sockops_rport(s);
+	e->dmb_size = d->dmb_size;
+	__builtin_memcpy(e->laddr, l.w, 16);
+	__builtin_memcpy(e->raddr, r.w, 16);
+	__builtin_memset(&e->prod, 0, sizeof(e->prod));
+	__builtin_memset(&e->cons, 0, sizeof(e->cons));
+	e->rx_bytes = 0;
+	e->rx_msgs = 0;
+	e->tx_tcp_bytes = 0;
+	e->created_ns = bpf_ktime_get_ns();
+	e->cookie = 0;
+	e->state = role == LISM_ROLE_ACTIVE ? LISM_ST_PROPOSED : LISM_ST_ACCEPTED;
+	/* publish last: readers match on the token */
+	__sync_lock_test_and_set(&e->token, lism_token_make(slot, bpf_get_prandom_u32()));
+	return e;
+}
+
+/*
+ * Give @token's slot back.  Either end (or a close racing a handshake) may
+ * try; the compare-and-swap on the token makes exactly one of them win.
+ */
+static __always_inline void dmb_release(struct lism_dmb *e, __u64 token)
+{
+	__u32 slot = lism_token_slot(token), zero = 0;
+	struct lism_usage *u;
+	__u64 none = 0;
+
+	if (!token || __sync_val_compare_and_swap(&e->token, token, 0) != token)
+		return;
+	e->state = LISM_ST_FREE;
+	bpf_map_update_elem(&dmb_owner, &slot, &none, BPF_ANY);
+	bpf_map_push_elem(&dmb_free, &slot, 0);
+	u = bpf_map_lookup_elem(&usage, &zero);
+	if (u)
+		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
+}
+
+/*
+ * An active entry is going away: if the passive side answered but never
+ * established, nobody else can find its entry any more, so release it too.
+ */
+static __always_inline void release_unestablished_peer(struct lism_dmb *se)
+{
+	__u64 tok = se->peer_token;
+	struct lism_dmb *re;
+
+	if (se->role != LISM_ROLE_ACTIVE || !tok)
+		return;
+	re = dmb_by_token(tok);
+	if (re && __sync_val_compare_and_swap(&re->state, LISM_ST_ACCEPTED, LISM_ST_CLOSED) ==
+			  LISM_ST_ACCEPTED)
+		dmb_release(re, tok);
+}
+
+/* Record a fallback on a socket's storage; its entry, if any, is freed. */
+static __always_inline void sk_fallback(struct lism_sk *st, struct lism_dmb *e, __u8 reason)
+{
+	st->state = LISM_ST_FALLBACK;
+	st->reason = reason;
+	st->tx = LISM_TX_TCP;
+	reason_count(reason);
+	stat_add(LISM_S_FALLBACKS, 1);
+	if (e) {
+		e->reason = reason;
+		e->state = LISM_ST_FALLBACK;
+		emit_event(LISM_EV_FALLBACK, reason, e);
+		release_unestablished_peer(e);
+		dmb_release(e, st->token);
+	}
+	st->token = 0;
+}
+
+static __always_inline void cb_flags(struct bpf_sock_ops *s, __u32 set, __u32 clear)
+{
+	__u32 f = s->bpf_sock_ops_cb_flags;
+
+	bpf_sock_ops_cb_flags_set(s, (f | set) & ~clear);
+}
+
+/* Search spec for bpf_load_hdr_opt: kind 254 with our 2-byte ExID. */
+static __always_inline int load_opt(struct bpf_sock_ops *s, __u64 flags, struct lism_opt *o)
+{
+	__u8 buf[LISM_OPT_LEN] = { LISM_OPT_KIND, 4, LISM_OPT_EXID >> 8, LISM_OPT_EXID & 0xff };
+	int n = bpf_load_hdr_opt(s, buf, sizeof(buf), flags);
+
+	if (n < 0)
+		return n;
+	return lism_opt_parse(buf, n, o);
+}
+
+static __always_inline int store_opt(struct bpf_sock_ops *s, __u64 gid, __u64 token)
+{
+	struct lism_opt o = { .gid = gid, .token = token };
+	__u8 buf[LISM_OPT_LEN];
+
+	lism_opt_encode(buf, &o);
+	return bpf_store_hdr_opt(s, buf, sizeof(buf), 0);
+}
+
+/* Blocking mode of the listener a request sock (SYN-ACK callbacks) belongs to. */
+static __always_inline int request_listener_nonblocking(struct bpf_sock_ops *s)
+{
+	struct bpf_sock_ops_kern *k = bpf_cast_to_kern_ctx(s);
+	struct request_sock *req = (struct request_sock *)k->sk;
+	struct sock *lsk = BPF_CORE_READ(req, __req_common.skc_listener); /* rsk_listener */
+
+	return lsk && sock_nonblocking(lsk);
+}
+
+static __always_inline int blocking_ok(const struct lism_device *d, int nonblocking)
+{
+	return nonblocking || (d->flags & LISM_DEV_F_ALLOW_BLOCKING);
+}
+
+static void on_connect(struct bpf_sock_ops *s)
+{
+	struct lism_device *d = lism_dev();
+	struct bpf_sock *sk = s->sk;
+	struct lism_sk *st;
+	struct lism_dmb *e;
+	struct addr6 r;
+
+	if (!d || !sk || (s->family != AF_INET && s->family != AF_INET6))
+		return;
+	sockops_remote(s, &r);
+	if (!in_scope(&r))
+		return; /* not a candidate: no state, no option on the wire */
+	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!st)
+		return;
+	st->role = LISM_ROLE_ACTIVE;
+	st->token = 0;
+	st->peer_token = 0;
+	st->tx = LISM_TX_TCP;
+	if (!d->active) {
+		sk_fallback(st, NULL, LISM_R_INACTIVE);
+		return;
+	}
+	if (!blocking_ok(d, sock_nonblocking((const struct sock *)bpf_skc_to_tcp_sock(sk)))) {
+		sk_fallback(st, NULL, LISM_R_BLOCKING);
+		return;
+	}
+	e = dmb_alloc(d, LISM_ROLE_ACTIVE, s);
+	if (!e) {
+		struct lism_dmb lim = { .role = LISM_ROLE_ACTIVE };
+
+		emit_event(LISM_EV_LIMIT, LISM_R_MAX_DMB, &lim);
+		sk_fallback(st, NULL, LISM_R_MAX_DMB);
+		return;
+	}
+	st->token = e->token;
+	st->slot = lism_token_slot(e->token);
+	st->state = LISM_ST_PROPOSED;
+	st->reason = LISM_R_NONE;
+	stat_add(LISM_S_PROPOSALS_SENT, 1);
+	cb_flags(s, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG, 0);
+}
+
+static void on_listen(struct bpf_sock_ops *s)
+{
+	int one = 1;
+
+	/* The passive side reads the client's option from the SYN once established. */
+	bpf_setsockopt(s, SOL_TCP, TCP_SAVE_SYN, &one, sizeof(one));
+	cb_flags(s, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG, 0);
+}
+
+/*
+ * The passive side's decision for a SYN naming @o, taken while the SYN-ACK
+ * is built (the listener is not locked here; the claim is a CAS).  Returns
+ * the token to answer with, or 0 to answer nothing.  With @claim 0 it only
+ * finds an earlier answer, so a retransmitted SYN-ACK carries the same token.
+ */
+static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
+			    const struct lism_opt *o, int claim)
+{
+	struct lism_dmb *se, *re;
+	struct addr6 r;
+	__u64 claimed;
+
+	se = dmb_by_token(o->token);
+	if (!se || se->role != LISM_ROLE_ACTIVE)
+		return 0; /* not a live proposal of this kernel */
+	sockops_remote(s, &r);
+	claimed = se->peer_token;
+	if (claimed) {
+		re = dmb_by_token(claimed);
+		if (re && re->state == LISM_ST_ACCEPTED && re->rport == sockops_rport(s) &&
+		    addr_eq(re->raddr, &r))
+			return claimed; /* our own earlier answer */
+		if (claim)
+			reason_count(LISM_R_TOKEN_CLAIMED);
+		return 0;
+	}
+	if (!claim || se->state != LISM_ST_PROPOSED)
+		return 0;
+	/* Declines are written into the client's entry: it is on this kernel. */
+	if (!d->active) {
+		se->peer_reason = LISM_R_INACTIVE;
+		return 0;
+	}
+	if (!blocking_ok(d, request_listener_nonblocking(s))) {
+		se->peer_reason = LISM_R_BLOCKING;
+		return 0;
+	}
+	re = dmb_alloc(d, LISM_ROLE_PASSIVE, s);
+	if (!re) {
+		struct lism_dmb lim = { .role = LISM_ROLE_PASSIVE };
+
+		emit_event(LISM_EV_LIMIT, LISM_R_MAX_DMB, &lim);
+		se->peer_reason = LISM_R_MAX_DMB;
+		return 0;
+	}
+	re->peer_token = o->token;
+	if (__sync_val_compare_and_swap(&se->peer_token, 0, re->token) != 0) {
+		reason_count(LISM_R_TOKEN_CLAIMED);
+		dmb_release(re, re->token);
+		return 0;
+	}
+	stat_add(LISM_S_ACCEPTS_SENT, 1);
+	return re->token;
+}
+
+static void on_hdr_opt_len(struct bpf_sock_ops *s)
+{
+	__u8 flags = s->skb_tcp_flags;
+	struct lism_device *d;
+	struct lism_opt o;
+	struct addr6 r;
+
+	if (!(flags & TCPHDR_SYN))
+		return;
+	if (!(flags & TCPHDR_ACK)) { /* our SYN */
+		struct bpf_sock *sk = s->sk;
+		struct lism_sk *st;
+
+		if (!sk)
+			return;
+		st = bpf_sk_storage_get(&socks, sk, 0, 0);
+		if (!st || st->state != LISM_ST_PROPOSED)
+			return;
+		if (bpf_reserve_hdr_opt(s, LISM_OPT_LEN, 0))
+			sk_fallback(st, dmb_by_token(st->token), LISM_R_OPT_SPACE);
+		return;
+	}
+	/* A SYN-ACK of one of our listeners; the socket is the request sock. */
+	if (s->args[0] & BPF_WRITE_HDR_TCP_SYNACK_COOKIE)
+		return; /* no state survives a syncookie: let the client fall back */
+	d = lism_dev();
+	if (!d || load_opt(s, BPF_LOAD_HDR_OPT_TCP_SYN, &o))
+		return;
+	stat_add(LISM_S_PROPOSALS_RECV, 1);
+	if (o.gid != gid_tag(d)) {
+		reason_count(LISM_R_GID_MISMATCH);
+		return;
+	}
+	sockops_remote(s, &r);
+	if (!in_scope(&r))
+		return;
+	if (passive_accept(s, d, &o, 1))
+		bpf_reserve_hdr_opt(s, LISM_OPT_LEN, 0);
+}
+
+static void on_write_hdr_opt(struct bpf_sock_ops *s)
+{
+	__u8 flags = s->skb_tcp_flags;
+	struct lism_device *d = lism_dev();
+	struct lism_opt o;
+	__u64 token;
+
+	if (!d || !(flags & TCPHDR_SYN))
+		return;
+	if (!(flags & TCPHDR_ACK)) {
+		struct bpf_sock *sk = s->sk;
+		struct lism_sk *st;
+
+		if (!sk)
+			return;
+		st = bpf_sk_storage_get(&socks, sk, 0, 0);
+		if (st && st->state == LISM_ST_PROPOSED)
+			store_opt(s, gid_tag(d), st->token);
+		return;
+	}
+	if (s->args[0] & BPF_WRITE_HDR_TCP_SYNACK_COOKIE)
+		return;
+	if (load_opt(s, BPF_LOAD_HDR_OPT_TCP_SYN, &o) || o.gid != gid_tag(d))
+		return;
+	token = passive_accept(s, d, &o, 0);
+	if (token)
+		store_opt(s, gid_tag(d), token);
+}
+
+static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b)
+{
+	a->state = LISM_ST_CONFIRMED;
+	b->state = LISM_ST_CONFIRMED;
+	stat_add(LISM_S_CONFIRMS, 1);
+	emit_event(LISM_EV_CONFIRM, LISM_R_NONE, a);
+}
+
+/* Join the shortcut map under our own token and publish our address. */
+static __always_inline int join(struct bpf_sock_ops *s, struct lism_dmb *e, struct lism_sk *st)
+{
+	__u64 key = st->token, owner = (__u64)s->sk;
+
+	if (bpf_sock_hash_update(s, &shortcut, &key, BPF_NOEXIST))
+		return -1;
+	bpf_map_update_elem(&dmb_owner, &st->slot, &owner, BPF_ANY);
+	e->cookie = bpf_get_socket_cookie(s);
+	return 0;
+}
+
+static void on_active_established(struct bpf_sock_ops *s)
+{
+	struct lism_device *d = lism_dev();
+	struct bpf_sock *sk = s->sk;
+	struct lism_dmb *se, *re;
+	struct lism_sk *st;
+	struct lism_opt o;
+	int err;
+
+	if (!d || !sk)
+		return;
+	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	if (!st || st->state != LISM_ST_PROPOSED)
+		return;
+	cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+	se = dmb_by_token(st->token);
+	if (!se) {
+		sk_fallback(st, NULL, LISM_R_NOT_CONFIRMED);
+		return;
+	}
+	err = load_opt(s, 0, &o);
+	if (err == -ENOMSG) {
+		if (se->peer_reason)
+			sk_fallback(st, se, LISM_R_PEER_DECLINED);
+		else
+			sk_fallback(st, se, LISM_R_PEER_NO_LISM);
+		return;
+	}
+	if (err) {
+		sk_fallback(st, se, LISM_R_HANDSHAKE_INVALID);
+		return;
+	}
+	stat_add(LISM_S_ACCEPTS_RECV, 1);
+	if (o.gid != gid_tag(d)) {
+		sk_fallback(st, se, LISM_R_GID_MISMATCH);
+		return;
+	}
+	re = dmb_by_token(o.token);
+	if (!re || re->role != LISM_ROLE_PASSIVE || re->peer_token != st->token ||
+	    se->peer_token != o.token) {
+		sk_fallback(st, se, LISM_R_HANDSHAKE_INVALID);
+		return;
+	}
+	if (join(s, se, st)) {
+		sk_fallback(st, se, LISM_R_SOCKMAP);
+		return;
+	}
+	st->peer_token = o.token;
+	st->peer_slot = lism_token_slot(o.token);
+	st->tx = LISM_TX_SYNC;
+	st->state = LISM_ST_READY;
+	se->state = LISM_ST_READY;
+}
+
+/*
+ * The passive end cannot join after the active end did: take the active end
+ * out of the map again.  It never received shortcut data (we never joined),
+ * so leaving purges nothing.
+ */
+static __always_inline void decline_active(struct lism_dmb *se, __u64 stoken, __u8 why)
+{
+	se->peer_reason = why;
+	if (se->state != LISM_ST_READY)
+		return;
+	bpf_map_delete_elem(&shortcut, &stoken);
+	se->state = LISM_ST_FALLBACK;
+	se->reason = LISM_R_PEER_DECLINED;
+	reason_count(LISM_R_PEER_DECLINED);
+	stat_add(LISM_S_FALLBACKS, 1);
+	emit_event(LISM_EV_FALLBACK, LISM_R_PEER_DECLINED, se);
+	dmb_release(se, stoken);
+}
+
+static void on_passive_established(struct bpf_sock_ops *s)
+{
+	struct lism_device *d = lism_dev();
+	struct bpf_sock *sk = s->sk;
+	struct lism_dmb *se, *re;
+	struct lism_sk *st;
+	struct lism_opt o;
+	__u64 rtoken;
+	struct addr6 r;
+
+	if (!d || !sk)
+		return;
+	cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+	if (load_opt(s, BPF_LOAD_HDR_OPT_TCP_SYN, &o) || o.gid != gid_tag(d))
+		return; /* not a lism connection */
+	se = dmb_by_token(o.token);
+	rtoken = se ? se->peer_token : 0;
+	re = dmb_by_token(rtoken);
+	if (!re)
+		return; /* we never answered this SYN (the client saw no option) */
+	sockops_remote(s, &r);
+	if (re->peer_token != o.token || re->rport != sockops_rport(s) || !addr_eq(re->raddr, &r))
+		return; /* an answer to another SYN */
+	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!st)
+		return; /* the client's close releases the entry */
+	st->role = LISM_ROLE_PASSIVE;
+	st->peer_token = 0;
+	st->tx = LISM_TX_TCP;
+	st->token = 0;
+	if (__sync_val_compare_and_swap(&re->state, LISM_ST_ACCEPTED, LISM_ST_READY) !=
+	    LISM_ST_ACCEPTED) {
+		sk_fallback(st, NULL, LISM_R_PEER_GONE); /* the client released it */
+		return;
+	}
+	st->token = rtoken;
+	st->slot = lism_token_slot(rtoken);
+	cb_flags(s, BPF_SOCK_OPS_STATE_CB_FLAG, 0);
+	if (se->token != o.token || se->state != LISM_ST_READY) {
+		re->peer_reason = se->token == o.token ? se->reason : LISM_R_PEER_GONE;
+		sk_fallback(st, re, LISM_R_PEER_DECLINED);
+		return;
+	}
+	if (join(s, re, st)) {
+		decline_active(se, o.token, LISM_R_SOCKMAP);
+		sk_fallback(st, re, LISM_R_SOCKMAP);
+		return;
+	}
+	st->peer_token = o.token;
+	st->peer_slot = lism_token_slot(o.token);
+	st->tx = LISM_TX_SYNC;
+	st->state = LISM_ST_CONFIRMED;
+	confirm(re, se);
+}
+
+static void on_state(struct bpf_sock_ops *s)
+{
+	__u32 old_state = s->args[0], new_state = s->args[1];
+	struct bpf_sock *sk = s->sk;
+	struct lism_sk *st;
+	struct lism_dmb *e;
+
+	if (!sk)
+		return;
+	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	if (!st || !st->token)
+		return;
+	e = dmb_by_token(st->token);
+	if (!e) { /* released by the peer's decline */
+		st->token = 0;
+		return;
+	}
+	switch (new_state) {
+	case BPF_TCP_FIN_WAIT1:
+	case BPF_TCP_LAST_ACK:
+		e->conn_flags |= LISM_CONN_DONE_WRITING;
+		return;
+	case BPF_TCP_CLOSE:
+		break;
+	default:
+		return;
+	}
+	if (old_state == BPF_TCP_SYN_SENT || old_state == BPF_TCP_SYN_RECV)
+		e->conn_flags |= LISM_CONN_ABORT;
+	e->conn_flags |= LISM_CONN_CLOSED;
+	if (e->state == LISM_ST_CONFIRMED || e->state == LISM_ST_READY)
+		emit_event(LISM_EV_CLOSE, LISM_R_NONE, e);
+	release_unestablished_peer(e);
+	stat_add(LISM_S_CLOSES, 1);
+	dmb_release(e, st->token);
+	st->token = 0;
+	st->state = LISM_ST_CLOSED;
+	st->tx = LISM_TX_TCP;
+}
+
+SEC("sockops")
+int lism_sockops(struct bpf_sock_ops *s)
+{
+	switch (s->op) {
+	case BPF_SOCK_OPS_TCP_CONNECT_CB:
+		on_connect(s);
+		break;
+	case BPF_SOCK_OPS_TCP_LISTEN_CB:
+		on_listen(s);
+		break;
+	case BPF_SOCK_OPS_HDR_OPT_LEN_CB:
+		on_hdr_opt_len(s);
+		break;
+	case BPF_SOCK_OPS_WRITE_HDR_OPT_CB:
+		on_write_hdr_opt(s);
+		break;
+	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
+		on_active_established(s);
+		break;
+	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
+		on_passive_established(s);
+		break;
+	case BPF_SOCK_OPS_STATE_CB:
+		on_state(s);
+		break;
+	}
+	return 1;
+}

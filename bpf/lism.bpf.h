@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Maps and small helpers shared by handshake.bpf.c (sockops) and
+ * shortcut.bpf.c (sk_msg).  Maps are __weak so the two objects link into
+ * one (bpftool gen object) with a single instance of each.  A kfunc may be
+ * declared in only one of the two objects: Debian's libbpf 1.1 linker
+ * cannot merge the same extern function from two objects.
+ */
+#ifndef LISM_BPF_H
+#define LISM_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+#include "lism/abi.h"
+#include "lism/option.h"
+#include "lism/reason.h"
+#include "lism/token.h"
+
+#define AF_INET 2
+#define ENOMSG 42
+#define AF_INET6 10
+#define O_NONBLOCK 04000
+#define TCPHDR_SYN 0x02
+#define TCPHDR_ACK 0x10
+#define SOL_TCP 6
+#define TCP_SAVE_SYN 27
+/* low bits of sk_user_data are flags (include/net/sock.h) */
+#define SK_USER_DATA_FLAGS 7UL
+
+/* Sizes here are placeholders: the loader sets them from --max-dmbs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lism_device);
+} device SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lism_usage);
+} usage SEC(".maps") __weak;
+
+/* The token table: one DMB entry per connection end, indexed by slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
+	__type(key, __u32);
+	__type(value, struct lism_dmb);
+} dmbs SEC(".maps") __weak;
+
+/*
+ * Kernel address of the socket owning each slot.  Only ever read through
+ * bpf_rdonly_cast() (probe reads, so a stale address reads garbage, never
+ * crashes) and only after the slot's token was checked.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
+	__type(key, __u32);
+	__type(value, __u64);
+} dmb_owner SEC(".maps") __weak;
+
+/* Free slots; the loader fills it with 0..capacity-1. */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
+	__type(value, __u32);
+} dmb_free SEC(".maps") __weak;
+
+/* Sockets in the shortcut, keyed by their own DMB token. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
+	__type(key, __u64);
+	__type(value, __u64);
+} shortcut SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct lism_sk);
+} socks SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LISM_S_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LISM_R_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} reasons SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1024);
+	__type(key, struct lism_scope_key);
+	__type(value, __u8);
+} scope SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps") __weak;
+
+static __always_inline struct lism_device *lism_dev(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&device, &zero);
+}
+
+static __always_inline void stat_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += n;
+}
+
+static __always_inline void reason_count(__u32 reason)
+{
+	__u64 *v = bpf_map_lookup_elem(&reasons, &reason);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline struct lism_dmb *dmb_get(__u32 slot)
+{
+	return bpf_map_lookup_elem(&dmbs, &slot);
+}
+
+/* The entry @token names, or NULL if the slot holds another (or no) token. */
+static __always_inline struct lism_dmb *dmb_by_token(__u64 token)
+{
+	struct lism_dmb *e;
+
+	if (!(token >> 63))
+		return NULL;
+	e = dmb_get(lism_token_slot(token));
+	if (!e || e->token != token)
+		return NULL;
+	return e;
+}
+
+static __always_inline __u64 gid_tag(const struct lism_device *d)
+{
+	return lism_be64_load(d->gid);
+}
+
+static __always_inline void emit_event(__u8 type, __u8 reason, const struct lism_dmb *e)
+{
+	struct lism_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+
+	if (!ev) {
+		stat_add(LISM_S_EVENTS_LOST, 1);
+		return;
+	}
+	ev->ts_ns = bpf_ktime_get_ns();
+	ev->type = type;
+	ev->reason = reason;
+	ev->pad0 = 0;
+	ev->token = e->token;
+	ev->peer_token = e->peer_token;
+	ev->rx_bytes = e->rx_bytes;
+	ev->role = e->role;
+	ev->lport = e->lport;
+	ev->rport = e->rport;
+	__builtin_memcpy(ev->laddr, e->laddr, 16);
+	__builtin_memcpy(ev->raddr, e->raddr, 16);
+	bpf_ringbuf_submit(ev, 0);
+}
+
+#endif

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The data path: every send of a socket in the shortcut map runs this.
+ *
+ * A direction starts in SYNC: bytes the sender put into TCP before the pair
+ * was confirmed (e.g. written right after connect()) may still be in flight
+ * or unread.  tcp_bpf reads the shortcut queue before the TCP queue, so a
+ * shortcut send now could overtake them.  The direction switches to
+ * SHORTCUT only once the peer has read every TCP byte we wrote
+ * (peer copied_seq == our write_seq), and it drops back to SYNC -- plain TCP,
+ * which is always order-safe behind the shortcut queue -- whenever the
+ * peer's DMB bound would be exceeded, so a reader that stops reading gets
+ * TCP's flow control instead of unbounded kernel memory.
+ */
+#include "lism.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+/*
+ * The peer socket is known by the address its sockops program published in
+ * dmb_owner (sk_msg cannot look sockets up).  bpf_rdonly_cast() turns it into
+ * an untrusted, read-only view: loads go through the exception table, so a
+ * socket freed since we checked its token reads as garbage, never faults.
+ * Garbage can only make one send take TCP instead of the shortcut.
+ */
+static __always_inline struct tcp_sock *tcp_view(__u64 addr)
+{
+	return bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct tcp_sock));
+}
+
+/* Bytes sitting unread in the socket's shortcut receive queue (its DMB). */
+static __always_inline __u32 shortcut_unread(__u64 addr)
+{
+	struct sock *sk = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct sock));
+	__u64 ud = (__u64)sk->sk_user_data & ~SK_USER_DATA_FLAGS;
+	struct sk_psock *psock;
+
+	if (!ud)
+		return 0;
+	psock = bpf_rdonly_cast((void *)ud, bpf_core_type_id_kernel(struct sk_psock));
+	return psock->msg_tot_len;
+}
+
+/* Advance the producer cursor of the peer's DMB and sample its consumer. */
+static __always_inline void account(struct lism_dmb *pe, __u32 size, __u32 unread)
+{
+	__u64 produced = pe->rx_bytes + size;
+
+	lism_cursor_add(&pe->prod, size, pe->dmb_size);
+	pe->cons = lism_cursor_at(produced - size - unread, pe->dmb_size);
+	pe->rx_bytes = produced;
+	pe->rx_msgs += 1;
+}
+
+SEC("sk_msg")
+int lism_msg(struct sk_msg_md *msg)
+{
+	struct bpf_sock *sk = msg->sk;
+	struct lism_dmb *pe, *me;
+	struct lism_sk *st;
+	__u32 size = msg->size, unread, slot;
+	__u64 *owner, peer;
+
+	if (!sk)
+		return SK_PASS;
+	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	if (!st || st->tx == LISM_TX_TCP)
+		return SK_PASS;
+	slot = st->peer_slot;
+	pe = dmb_get(slot);
+	owner = bpf_map_lookup_elem(&dmb_owner, &slot);
+	if (!pe || !owner || pe->token != st->peer_token || pe->state != LISM_ST_CONFIRMED)
+		goto tcp;
+	peer = *owner;
+	if (!peer)
+		goto tcp;
+
+	if (st->tx == LISM_TX_SYNC) {
+		struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+
+		if (!tp || tcp_view(peer)->copied_seq != tp->write_seq) {
+			stat_add(LISM_S_SYNC_HOLDS, 1);
+			goto tcp;
+		}
+		st->tx = LISM_TX_SHORTCUT;
+		st->state = LISM_ST_CONFIRMED;
+	}
+
+	unread = shortcut_unread(peer);
+	if ((__u64)unread + size > pe->dmb_size) {
+		st->tx = LISM_TX_SYNC;
+		stat_add(LISM_S_DMB_FULL, 1);
+		goto tcp;
+	}
+	if (bpf_msg_redirect_hash(msg, &shortcut, &st->peer_token, BPF_F_INGRESS) != SK_PASS) {
+		st->tx = LISM_TX_SYNC;
+		stat_add(LISM_S_REDIRECT_MISS, 1);
+		goto tcp;
+	}
+	account(pe, size, unread);
+	stat_add(LISM_S_SC_MSGS, 1);
+	stat_add(LISM_S_SC_BYTES, size);
+	return SK_PASS;
+
+tcp:
+	me = dmb_get(st->slot);
+	if (me && me->token == st->token)
+		me->tx_tcp_bytes += size;
+	stat_add(LISM_S_TCP_MSGS, 1);
+	stat_add(LISM_S_TCP_BYTES, size);
+	return SK_PASS;
+}

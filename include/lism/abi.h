@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * What the BPF programs and the lism control plane share: the layout of
+ * every pinned map's values.  docs/maps.md explains each field; bump
+ * LISM_LAYOUT_VERSION on any incompatible change so a newer lism refuses
+ * to adopt pins of an older layout instead of misreading them.
+ */
+#ifndef LISM_ABI_H
+#define LISM_ABI_H
+
+#include "types.h"
+#include "cursor.h"
+
+#define LISM_LAYOUT_VERSION 1
+#define LISM_DEVICE_NAME "loopback-ism"
+#define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
+
+#define LISM_DEFAULT_MAX_DMBS 5000 /* SMC_LO_MAX_DMBS */
+#define LISM_MAX_DMBS_LIMIT (1u << 20)
+#define LISM_DEFAULT_DMB_SIZE (1u << 20)
+#define LISM_MIN_DMB_SIZE (16u << 10)
+#define LISM_MAX_DMB_SIZE (64u << 20)
+
+/* device.flags */
+#define LISM_DEV_F_ALLOW_BLOCKING (1u << 0) /* accept blocking sockets (see BLOCKING reason) */
+
+/* The "device" map's only value: written by the control plane only. */
+struct lism_device {
+	__u8 gid[16];      /* 128-bit device GID, random, generated at load */
+	__u32 layout;      /* LISM_LAYOUT_VERSION of the instance that created the pins */
+	__u16 chid;        /* LISM_CHID */
+	__u8 active;       /* 0: new connections stay on TCP (reason inactive) */
+	__u8 pad0;
+	__u32 capacity;    /* DMB table size, fixed at load */
+	__u32 max_dmbs;    /* limit on DMBs in use, <= capacity */
+	__u32 dmb_size;    /* bytes one end may hold unread in the shortcut */
+	__u32 flags;       /* LISM_DEV_F_* */
+	__u64 loaded_ns;   /* CLOCK_REALTIME of the load, ns */
+	char cgroup[256];  /* cgroup2 directory the programs are attached to (for views) */
+};
+
+/* The "usage" map's only value: written by the BPF programs only. */
+struct lism_usage {
+	__s64 dmbs_in_use;
+	__s64 dmbs_hwm;    /* high-water mark of dmbs_in_use */
+};
+
+enum lism_role {
+	LISM_ROLE_NONE = 0,
+	LISM_ROLE_ACTIVE = 1,   /* connect() side: writes the proposal in its SYN */
+	LISM_ROLE_PASSIVE = 2,  /* accept() side: answers in its SYN-ACK */
+	LISM_ROLE_LISTENER = 3,
+};
+
+enum lism_state {
+	LISM_ST_FREE = 0,
+	LISM_ST_PROPOSED = 1,  /* active: SYN with our option sent */
+	LISM_ST_ACCEPTED = 2,  /* passive: SYN-ACK with our option sent, not yet established */
+	LISM_ST_READY = 3,     /* established and in the shortcut map, peer not yet */
+	LISM_ST_CONFIRMED = 4, /* both ends ready and naming each other */
+	LISM_ST_FALLBACK = 5,  /* stays on TCP, see reason */
+	LISM_ST_CLOSED = 6,
+};
+
+/* How a socket's sends travel (lism_sk.tx). */
+enum lism_tx {
+	LISM_TX_TCP = 0,      /* not paired: plain TCP */
+	LISM_TX_SYNC = 1,     /* paired, but bytes this end sent over TCP are still unread
+				 by the peer: keep using TCP so nothing is overtaken */
+	LISM_TX_SHORTCUT = 2, /* redirect into the peer's receive queue */
+};
+
+/* conn_flags: CDC conn_state_flags analog */
+#define LISM_CONN_DONE_WRITING (1u << 0) /* this end shut down its write side */
+#define LISM_CONN_CLOSED (1u << 1)       /* this end is closed */
+#define LISM_CONN_ABORT (1u << 2)        /* this end was reset */
+
+/* The "dmbs" map (token table), indexed by the token's slot. */
+struct lism_dmb {
+	__u64 token;         /* 0 when the slot is free */
+	__u64 peer_token;    /* the other end's token (active: set by the passive side's claim) */
+	__u32 state;         /* enum lism_state (a word, so it can be compare-and-swapped) */
+	__u8 role;           /* enum lism_role */
+	__u8 reason;         /* enum lism_reason, when state is FALLBACK */
+	__u8 peer_reason;    /* the peer's reason, when reason is PEER_DECLINED */
+	__u8 conn_flags;     /* LISM_CONN_* */
+	__u16 lport;         /* local port, host order */
+	__u16 rport;         /* remote port as the socket sees it (after NAT), host order */
+	__u32 dmb_size;
+	__u8 laddr[16];      /* IPv6, or IPv4 as ::ffff:a.b.c.d */
+	__u8 raddr[16];
+	struct lism_cursor prod; /* moved by the peer's sender */
+	struct lism_cursor cons; /* moved by this end's reader, sampled at the peer's sends */
+	__u64 rx_bytes;      /* bytes received through the shortcut */
+	__u64 rx_msgs;
+	__u64 tx_tcp_bytes;  /* bytes this end sent over TCP after pairing (order sync / DMB full) */
+	__u64 created_ns;    /* bpf_ktime_get_ns() at allocation */
+	__u64 cookie;        /* socket cookie, 0 until established */
+};
+
+/* Per-socket state (sk_storage "socks"), reached without hashing. */
+struct lism_sk {
+	__u64 token;         /* own DMB token, 0 if none */
+	__u64 peer_token;
+	__u32 slot;
+	__u32 peer_slot;
+	__u8 role;           /* enum lism_role */
+	__u8 state;          /* enum lism_state */
+	__u8 reason;         /* enum lism_reason */
+	__u8 tx;             /* enum lism_tx */
+	__u32 pad0;
+};
+
+/* Scope map (LPM trie): which destinations may be local. */
+struct lism_scope_key {
+	__u32 prefixlen;     /* over the 128-bit address below */
+	__u8 addr[16];       /* IPv6, or IPv4 as ::ffff:a.b.c.d */
+};
+#define LISM_SCOPE_LOCAL 1
+#define LISM_SCOPE_EXCLUDE 2
+
+enum lism_event_type {
+	LISM_EV_CONFIRM = 1,
+	LISM_EV_FALLBACK = 2,
+	LISM_EV_CLOSE = 3,
+	LISM_EV_LIMIT = 4, /* DMB limit hit */
+};
+
+struct lism_event {
+	__u64 ts_ns;
+	__u64 token;
+	__u64 peer_token;
+	__u64 rx_bytes;
+	__u8 type;           /* enum lism_event_type */
+	__u8 reason;
+	__u8 role;
+	__u8 pad0;
+	__u16 lport;
+	__u16 rport;
+	__u8 laddr[16];
+	__u8 raddr[16];
+};
+
+/* Indices of the per-CPU "stats" map. */
+enum lism_stat {
+	LISM_S_PROPOSALS_SENT,  /* SYNs carrying our option */
+	LISM_S_PROPOSALS_RECV,  /* SYNs with our option seen by a listener */
+	LISM_S_ACCEPTS_SENT,    /* SYN-ACKs carrying our option */
+	LISM_S_ACCEPTS_RECV,    /* SYN-ACKs with our option seen by the active side */
+	LISM_S_CONFIRMS,        /* connections confirmed (both ends) */
+	LISM_S_FALLBACKS,       /* connection ends that fell back (see reasons map) */
+	LISM_S_CLOSES,          /* DMBs released */
+	LISM_S_SC_MSGS,         /* sends redirected through the shortcut */
+	LISM_S_SC_BYTES,
+	LISM_S_TCP_MSGS,        /* sends of paired sockets that went over TCP */
+	LISM_S_TCP_BYTES,
+	LISM_S_SYNC_HOLDS,      /* sends kept on TCP because the peer had TCP bytes unread */
+	LISM_S_DMB_FULL,        /* sends kept on TCP because the peer's DMB was full */
+	LISM_S_REDIRECT_MISS,   /* peer not in the shortcut map at send time */
+	LISM_S_EVENTS_LOST,     /* ring buffer full */
+	LISM_S_MAX
+};
+
+#endif

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Why a connection did not take the shortcut (SMC_CLC_DECL_* analog).
+ * Codes are ABI: they appear in pinned maps and events, so never renumber;
+ * add new ones at the end.
+ */
+#ifndef LISM_REASON_H
+#define LISM_REASON_H
+
+/* X(code, enum suffix, name, explanation) */
+#define LISM_REASONS(X)                                                                          \
+	X(0, NONE, "none", "no fallback")                                                         \
+	X(1, INACTIVE, "inactive", "lism is switched off (lism set active off)")                 \
+	X(2, PEER_NO_LISM, "peer-no-lism",                                                        \
+	  "the peer did not answer with the lism option (not under lism, listener older than "   \
+	  "lism, syncookies, or the option was stripped)")                                        \
+	X(3, GID_MISMATCH, "gid-mismatch", "the peer's option names another device (another kernel)") \
+	X(4, MAX_DMB, "max-dmb", "the DMB table is full (--max-dmbs)")                           \
+	X(5, HANDSHAKE_INVALID, "handshake-invalid",                                              \
+	  "the tokens in the handshake do not name each other in this kernel's table")           \
+	X(6, BLOCKING, "blocking-socket",                                                         \
+	  "the socket is in blocking mode: the kernel's sockmap receive path can fail a blocking " \
+	  "recv() with EAGAIN, so it stays on TCP")                                               \
+	X(7, PEER_DECLINED, "peer-declined", "the peer's end fell back (see its reason)")         \
+	X(8, NO_SYN, "no-saved-syn", "the passive side could not read the SYN (syncookies)")      \
+	X(9, SOCKMAP, "sockmap-error", "adding the socket to the shortcut map failed")            \
+	X(10, OPT_SPACE, "option-space", "no room for the option in the SYN (e.g. TCP Fast Open)") \
+	X(11, PEER_GONE, "peer-gone", "the peer closed before the connection was confirmed")     \
+	X(12, TOKEN_CLAIMED, "token-claimed",                                                     \
+	  "a second SYN named a token another connection already answered")                      \
+	X(13, NOT_CONFIRMED, "not-confirmed", "the handshake did not complete")
+
+enum lism_reason {
+#define LISM_REASON_ENUM(code, sym, name, text) LISM_R_##sym = code,
+	LISM_REASONS(LISM_REASON_ENUM)
+#undef LISM_REASON_ENUM
+	LISM_R_MAX
+};
+
+#endif

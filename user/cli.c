@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "lism/abi.h"
+
+static const struct {
+	const char *name;
+	enum lism_cmd cmd;
+} commands[] = {
+	{ "load", LISM_CMD_LOAD },     { "unload", LISM_CMD_UNLOAD }, { "status", LISM_CMD_STATUS },
+	{ "help", LISM_CMD_HELP },     { "version", LISM_CMD_VERSION },
+};
+
+const char *lism_cmd_name(enum lism_cmd cmd)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].cmd == cmd)
+			return commands[i].name;
+	return "?";
+}
+
+void lism_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: lism <command> [options]\n"
+		"\n"
+		"Commands:\n"
+		"  load     attach lism to a cgroup and pin its state\n"
+		"           [--cgroup PATH] [--pin-path DIR] [--max-dmbs N] [--dmb-size BYTES]\n"
+		"           [--local-cidr CIDR]... [--allow-blocking] [--mount-bpffs]\n"
+		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
+		"           [--pin-path DIR] [--timeout SECONDS] [--force]\n"
+		"  status   show the loopback-ism device   [--pin-path DIR] [-j|--json]\n"
+		"  help     this text\n"
+		"  version  print the version\n"
+		"\n"
+		"Defaults: --pin-path %s, --cgroup <cgroup2 mount>, --max-dmbs %u,\n"
+		"--dmb-size %u (%u KiB..%u MiB), --timeout %u.  See lism(8).\n",
+		LISM_DEFAULT_PIN_PATH, LISM_DEFAULT_MAX_DMBS, LISM_DEFAULT_DMB_SIZE,
+		LISM_MIN_DMB_SIZE >> 10, LISM_MAX_DMB_SIZE >> 20, LISM_DEFAULT_UNLOAD_TIMEOUT);
+}
+
+int lism_parse_u32(const char *s, __u32 min, __u32 max, __u32 *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = (__u32)v;
+	return 0;
+}
+
+int lism_parse_size(const char *s, __u64 *out)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	if (!s || !*s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'k': case 'K':
+		shift = 10;
+		break;
+	case 'm': case 'M':
+		shift = 20;
+		break;
+	case 'g': case 'G':
+		shift = 30;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (shift) {
+		end++;
+		if (!strcmp(end, "iB") || !strcmp(end, "ib"))
+			end += 2;
+		else if (*end == 'B' || *end == 'b')
+			end++;
+		if (*end)
+			return -EINVAL;
+		if (v > (~0ULL >> shift))
+			return -ERANGE;
+		v <<= shift;
+	}
+	*out = v;
+	return 0;
+}
+
+int lism_parse_cidr(const char *s, struct lism_cidr *out)
+{
+	char buf[INET6_ADDRSTRLEN + 8];
+	const char *slash;
+	__u32 len, max;
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (!s || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	slash = strchr(s, '/');
+	if (slash)
+		buf[slash - s] = '\0';
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, buf, &a4) == 1) {
+		out->addr[10] = 0xff;
+		out->addr[11] = 0xff;
+		memcpy(out->addr + 12, &a4, 4);
+		max = 32;
+	} else if (inet_pton(AF_INET6, buf, &a6) == 1) {
+		memcpy(out->addr, &a6, 16);
+		max = 128;
+	} else {
+		return -EINVAL;
+	}
+	len = max;
+	if (slash && lism_parse_u32(slash + 1, 0, max, &len))
+		return -EINVAL;
+	out->prefixlen = len + (max == 32 ? 96 : 0);
+	/* Host bits must be zero: "10.0.0.1/8" is almost certainly a typo. */
+	for (__u32 bit = out->prefixlen; bit < 128; bit++)
+		if (out->addr[bit / 8] & (0x80 >> (bit % 8)))
+			return -EINVAL;
+	return 0;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return LISM_EXIT_USAGE;
+}
+
+enum {
+	OPT_CGROUP = 256,
+	OPT_PIN_PATH,
+	OPT_MAX_DMBS,
+	OPT_DMB_SIZE,
+	OPT_LOCAL_CIDR,
+	OPT_ALLOW_BLOCKING,
+	OPT_MOUNT_BPFFS,
+	OPT_TIMEOUT,
+	OPT_FORCE,
+};
+
+/* Which options each command accepts. */
+static int option_allowed(enum lism_cmd cmd, int opt)
+{
+	switch (opt) {
+	case OPT_PIN_PATH:
+	case 'v':
+	case 'h':
+		return 1;
+	case OPT_CGROUP:
+	case OPT_MAX_DMBS:
+	case OPT_DMB_SIZE:
+	case OPT_LOCAL_CIDR:
+	case OPT_ALLOW_BLOCKING:
+	case OPT_MOUNT_BPFFS:
+		return cmd == LISM_CMD_LOAD;
+	case OPT_TIMEOUT:
+	case OPT_FORCE:
+		return cmd == LISM_CMD_UNLOAD;
+	case 'j':
+		return cmd == LISM_CMD_STATUS;
+	}
+	return 0;
+}
+
+int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_t errlen)
+{
+	static const struct option longopts[] = {
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "pin-path", required_argument, NULL, OPT_PIN_PATH },
+		{ "max-dmbs", required_argument, NULL, OPT_MAX_DMBS },
+		{ "dmb-size", required_argument, NULL, OPT_DMB_SIZE },
+		{ "local-cidr", required_argument, NULL, OPT_LOCAL_CIDR },
+		{ "allow-blocking", no_argument, NULL, OPT_ALLOW_BLOCKING },
+		{ "mount-bpffs", no_argument, NULL, OPT_MOUNT_BPFFS },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmdname;
+	char **av;
+	__u64 size;
+	int c, ac;
+
+	memset(o, 0, sizeof(*o));
+	strcpy(o->pin_path, LISM_DEFAULT_PIN_PATH);
+	o->max_dmbs = LISM_DEFAULT_MAX_DMBS;
+	o->dmb_size = LISM_DEFAULT_DMB_SIZE;
+	o->timeout_s = LISM_DEFAULT_UNLOAD_TIMEOUT;
+	err[0] = '\0';
+
+	if (argc < 2)
+		return fail(err, errlen, "missing command (try 'lism help')");
+	cmdname = argv[1];
+	if (!strcmp(cmdname, "-h") || !strcmp(cmdname, "--help"))
+		cmdname = "help";
+	if (!strcmp(cmdname, "--version"))
+		cmdname = "version";
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(cmdname, commands[i].name))
+			o->cmd = commands[i].cmd;
+	if (o->cmd == LISM_CMD_NONE)
+		return fail(err, errlen, "unknown command '%s' (try 'lism help')", cmdname);
+
+	/* getopt sees the command as argv[0]; av[optind - 1] is the option just read */
+	av = argv + 1;
+	ac = argc - 1;
+	optind = 0; /* full getopt reset (GNU), also for repeated calls */
+	opterr = 0;
+	while ((c = getopt_long(ac, av, "+:jvh", longopts, NULL)) != -1) {
+		const char *arg = optarg, *optname = av[optind - 1];
+
+		if (c == '?')
+			return fail(err, errlen, "%s: unknown option '%s'", cmdname, optname);
+		if (c == ':')
+			return fail(err, errlen, "%s: option '%s' needs a value", cmdname, optname);
+		if (!option_allowed(o->cmd, c)) {
+			for (const struct option *lo = longopts; lo->name; lo++)
+				if (lo->val == c)
+					optname = lo->name;
+			return fail(err, errlen, "%s: option '--%s' does not apply to this command",
+				    cmdname, optname);
+		}
+		switch (c) {
+		case OPT_CGROUP:
+			if (!*arg || strlen(arg) >= sizeof(o->cgroup))
+				return fail(err, errlen, "--cgroup: invalid path");
+			strcpy(o->cgroup, arg);
+			break;
+		case OPT_PIN_PATH:
+			if (arg[0] != '/' || strlen(arg) >= sizeof(o->pin_path) - 64)
+				return fail(err, errlen, "--pin-path: '%s' must be an absolute path", arg);
+			strcpy(o->pin_path, arg);
+			break;
+		case OPT_MAX_DMBS:
+			if (lism_parse_u32(arg, 1, LISM_MAX_DMBS_LIMIT, &o->max_dmbs))
+				return fail(err, errlen, "--max-dmbs: '%s' is not a number in 1..%u", arg,
+					    LISM_MAX_DMBS_LIMIT);
+			break;
+		case OPT_DMB_SIZE:
+			if (lism_parse_size(arg, &size) || size < LISM_MIN_DMB_SIZE ||
+			    size > LISM_MAX_DMB_SIZE)
+				return fail(err, errlen,
+					    "--dmb-size: '%s' is not a size in %uK..%uM (e.g. 256K, 1M)",
+					    arg, LISM_MIN_DMB_SIZE >> 10, LISM_MAX_DMB_SIZE >> 20);
+			o->dmb_size = (__u32)size;
+			break;
+		case OPT_LOCAL_CIDR:
+			if (o->n_local_cidrs >= LISM_MAX_CIDRS)
+				return fail(err, errlen, "--local-cidr: at most %d", LISM_MAX_CIDRS);
+			if (lism_parse_cidr(arg, &o->local_cidrs[o->n_local_cidrs]))
+				return fail(err, errlen,
+					    "--local-cidr: '%s' is not an address or prefix with zero host bits",
+					    arg);
+			o->n_local_cidrs++;
+			break;
+		case OPT_ALLOW_BLOCKING:
+			o->allow_blocking = 1;
+			break;
+		case OPT_MOUNT_BPFFS:
+			o->mount_bpffs = 1;
+			break;
+		case OPT_TIMEOUT: {
+			__u32 t;
+
+			if (lism_parse_u32(arg, 0, 86400, &t))
+				return fail(err, errlen, "--timeout: '%s' is not a number of seconds in 0..86400",
+					    arg);
+			o->timeout_s = t;
+			break;
+		}
+		case OPT_FORCE:
+			o->force = 1;
+			break;
+		case 'j':
+			o->json = 1;
+			break;
+		case 'v':
+			o->verbose = 1;
+			break;
+		case 'h':
+			o->cmd = LISM_CMD_HELP;
+			break;
+		}
+	}
+	if (optind < ac)
+		return fail(err, errlen, "%s: unexpected argument '%s'", cmdname, av[optind]);
+	return LISM_EXIT_OK;
+}

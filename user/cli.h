@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Command line of the lism tool: parsing only, no side effects (unit-tested). */
+#ifndef LISM_CLI_H
+#define LISM_CLI_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <linux/types.h>
+
+/* Exit codes, documented in docs/lism.8 */
+enum lism_exit {
+	LISM_EXIT_OK = 0,
+	LISM_EXIT_FAIL = 1,    /* the operation failed (kernel or BPF error) */
+	LISM_EXIT_USAGE = 2,   /* invalid command line */
+	LISM_EXIT_ENV = 3,     /* environment not ready: privileges, BTF, bpffs, cgroup2, kernel features */
+	LISM_EXIT_STATE = 4,   /* already loaded / not loaded / foreign pins */
+	LISM_EXIT_BUSY = 5,    /* unload timed out: connections still use the shortcut */
+};
+
+enum lism_cmd {
+	LISM_CMD_NONE = 0,
+	LISM_CMD_LOAD,
+	LISM_CMD_UNLOAD,
+	LISM_CMD_STATUS,
+	LISM_CMD_HELP,
+	LISM_CMD_VERSION,
+};
+
+#define LISM_DEFAULT_PIN_PATH "/sys/fs/bpf/lism"
+#define LISM_MAX_CIDRS 64
+#define LISM_DEFAULT_UNLOAD_TIMEOUT 30
+
+struct lism_cidr {
+	__u8 addr[16];       /* IPv6, or IPv4 as ::ffff:a.b.c.d */
+	__u32 prefixlen;     /* over the 128-bit form */
+};
+
+struct lism_opts {
+	enum lism_cmd cmd;
+	char pin_path[PATH_MAX];
+	char cgroup[PATH_MAX];  /* empty: the cgroup2 mount root */
+	__u32 max_dmbs;
+	__u32 dmb_size;
+	int json;
+	int verbose;
+	int allow_blocking;
+	int mount_bpffs;
+	int force;
+	unsigned int timeout_s;
+	int n_local_cidrs;
+	struct lism_cidr local_cidrs[LISM_MAX_CIDRS];
+};
+
+/*
+ * Parse argv ("lism <command> [options]").  On error returns
+ * LISM_EXIT_USAGE and writes a one-line message (without the program name)
+ * to @err.  Resets getopt, so it can be called repeatedly.
+ */
+int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_t errlen);
+
+/* "4096", "64k", "64KiB", "1M", "1MiB" (binary multiples).  0 or -EINVAL/-ERANGE. */
+int lism_parse_size(const char *s, __u64 *out);
+
+/* Decimal only, within [min, max].  0 or -EINVAL/-ERANGE. */
+int lism_parse_u32(const char *s, __u32 min, __u32 max, __u32 *out);
+
+/* "10.0.0.0/8", "fd00::/64", "192.0.2.1" (host route).  0 or -EINVAL. */
+int lism_parse_cidr(const char *s, struct lism_cidr *out);
+
+const char *lism_cmd_name(enum lism_cmd cmd);
+void lism_usage(FILE *f);
+
+#endif

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "device.h"
+#include "pins.h"
+
+static int open_pin(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (lism_pin_join(path, sizeof(path), dir, name))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(path);
+	return fd < 0 ? -errno : fd;
+}
+
+void lism_instance_close(struct lism_instance *in)
+{
+	int *fds[] = { &in->device_fd, &in->usage_fd, &in->dmbs_fd,
+		       &in->stats_fd,  &in->reasons_fd, &in->shortcut_fd };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+int lism_instance_open(struct lism_instance *in, const char *pin_path)
+{
+	struct {
+		int *fd;
+		const char *name;
+	} maps[] = {
+		{ &in->device_fd, "device" }, { &in->usage_fd, "usage" },
+		{ &in->dmbs_fd, "dmbs" },     { &in->stats_fd, "stats" },
+		{ &in->reasons_fd, "reasons" }, { &in->shortcut_fd, "shortcut" },
+	};
+	int err;
+
+	memset(in, 0, sizeof(*in));
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+		*maps[i].fd = -1;
+	if (strlen(pin_path) >= sizeof(in->pin_path))
+		return -ENAMETOOLONG;
+	strcpy(in->pin_path, pin_path);
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		err = open_pin(pin_path, maps[i].name);
+		if (err < 0) {
+			lism_instance_close(in);
+			return err;
+		}
+		*maps[i].fd = err;
+	}
+	return 0;
+}
+
+int lism_device_read(const struct lism_instance *in, struct lism_device *d)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(in->device_fd, &zero, d) ? -errno : 0;
+}
+
+int lism_device_write(const struct lism_instance *in, const struct lism_device *d)
+{
+	__u32 zero = 0;
+
+	return bpf_map_update_elem(in->device_fd, &zero, d, BPF_ANY) ? -errno : 0;
+}
+
+int lism_percpu_sum(int fd, __u64 *out, unsigned int n)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *vals;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 i = 0; i < n; i++) {
+		out[i] = 0;
+		if (bpf_map_lookup_elem(fd, &i, vals)) {
+			int err = -errno;
+
+			free(vals);
+			return err;
+		}
+		for (int c = 0; c < ncpu; c++)
+			out[i] += vals[c];
+	}
+	free(vals);
+	return 0;
+}
+
+static int count_confirmed(const struct lism_instance *in, __u32 capacity, __u32 *out)
+{
+	struct lism_dmb e;
+
+	*out = 0;
+	for (__u32 slot = 0; slot < capacity; slot++) {
+		if (bpf_map_lookup_elem(in->dmbs_fd, &slot, &e))
+			return -errno;
+		if (e.token && e.state == LISM_ST_CONFIRMED && e.role == LISM_ROLE_ACTIVE)
+			(*out)++;
+	}
+	return 0;
+}
+
+static int count_keys(int fd, __u32 *out)
+{
+	__u64 key, next;
+	void *prev = NULL;
+
+	*out = 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		(*out)++;
+	}
+	return errno == ENOENT ? 0 : -errno;
+}
+
+int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
+{
+	char path[PATH_MAX];
+	__u32 zero = 0;
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	err = lism_device_read(in, &s->dev);
+	if (err)
+		return err;
+	if (bpf_map_lookup_elem(in->usage_fd, &zero, &s->usage))
+		return -errno;
+	err = lism_percpu_sum(in->stats_fd, s->stats, LISM_S_MAX);
+	if (!err)
+		err = lism_percpu_sum(in->reasons_fd, s->reasons, LISM_R_MAX);
+	if (!err)
+		err = count_confirmed(in, s->dev.capacity, &s->confirmed);
+	if (!err)
+		err = count_keys(in->shortcut_fd, &s->shortcut_sockets);
+	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_SOCKOPS))
+		s->attached = access(path, F_OK) == 0;
+	return err;
+}
+
+int lism_gid_generate(__u8 gid[16])
+{
+	ssize_t n = getrandom(gid, 16, 0);
+
+	return n == 16 ? 0 : -EIO;
+}
+
+void lism_gid_format(const __u8 gid[16], char out[34])
+{
+	char *p = out;
+
+	for (int i = 0; i < 16; i++) {
+		if (i == 8)
+			*p++ = '-';
+		p += sprintf(p, "%02x", gid[i]);
+	}
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The loopback-ism device as the control plane sees it: an instance's
+ * pinned maps, its identity (GID, CHID) and a consistent-enough snapshot of
+ * its counters for views.
+ */
+#ifndef LISM_DEVICE_H
+#define LISM_DEVICE_H
+
+#include <limits.h>
+
+#include "lism/abi.h"
+#include "lism/reason.h"
+
+struct lism_instance {
+	char pin_path[PATH_MAX];
+	int device_fd;
+	int usage_fd;
+	int dmbs_fd;
+	int stats_fd;
+	int reasons_fd;
+	int shortcut_fd;
+};
+
+struct lism_snapshot {
+	struct lism_device dev;
+	struct lism_usage usage;
+	__u64 stats[LISM_S_MAX];
+	__u64 reasons[LISM_R_MAX];
+	__u32 confirmed;        /* connections with both ends CONFIRMED */
+	__u32 shortcut_sockets; /* sockets in the shortcut map */
+	int attached;           /* the cgroup link is pinned */
+};
+
+/* Open an instance's pins; -ENOENT if nothing is loaded at @pin_path. */
+int lism_instance_open(struct lism_instance *in, const char *pin_path);
+void lism_instance_close(struct lism_instance *in);
+
+int lism_device_read(const struct lism_instance *in, struct lism_device *d);
+int lism_device_write(const struct lism_instance *in, const struct lism_device *d);
+int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s);
+
+/* Sum of a per-CPU u64 array map's @n first entries into @out. */
+int lism_percpu_sum(int fd, __u64 *out, unsigned int n);
+
+int lism_gid_generate(__u8 gid[16]);
+/* 32 hex digits, high half then low half, separated by '-' (34 bytes with NUL). */
+void lism_gid_format(const __u8 gid[16], char out[34]);
+
+#endif

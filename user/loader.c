@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * lism load / lism unload: open -> configure -> load -> attach, with one
+ * cleanup path, and the drain that keeps unload from dropping bytes.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "device.h"
+#include "loader.h"
+#include "log.h"
+#include "pins.h"
+#include "probe.h"
+#include "scope.h"
+#include "lism.skel.h"
+
+#define BPFFS_DEFAULT "/sys/fs/bpf"
+
+static int check_privileges(void)
+{
+	if (geteuid() == 0)
+		return 0;
+	lism_err("must run as root (needs CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON and CAP_SYS_ADMIN)");
+	lism_hint("run it with sudo, or as the root user");
+	return LISM_EXIT_ENV;
+}
+
+/* The pin directory must live on bpffs; mount the default one if asked. */
+static int check_bpffs(const struct lism_opts *o)
+{
+	char anc[PATH_MAX];
+	int is;
+
+	if (lism_existing_ancestor(o->pin_path, anc, sizeof(anc))) {
+		lism_err("cannot inspect --pin-path %s: %s", o->pin_path, strerror(errno));
+		return LISM_EXIT_ENV;
+	}
+	is = lism_is_bpffs(anc);
+	if (is == 1)
+		return 0;
+	if (o->mount_bpffs && !strncmp(o->pin_path, BPFFS_DEFAULT "/", strlen(BPFFS_DEFAULT) + 1) &&
+	    !strcmp(anc, BPFFS_DEFAULT)) {
+		if (mount("bpf", BPFFS_DEFAULT, "bpf", 0, "mode=0700")) {
+			lism_err("mounting bpffs at %s failed: %s", BPFFS_DEFAULT, strerror(errno));
+			return LISM_EXIT_ENV;
+		}
+		printf("lism: mounted bpffs at %s\n", BPFFS_DEFAULT);
+		return 0;
+	}
+	lism_err("--pin-path %s is not on a BPF filesystem (%s is not bpffs)", o->pin_path, anc);
+	lism_hint("mount it with 'mount -t bpf bpf %s', or rerun with --mount-bpffs", BPFFS_DEFAULT);
+	return LISM_EXIT_ENV;
+}
+
+static int find_cgroup(const struct lism_opts *o, char *out, size_t len)
+{
+	int err, is;
+
+	if (o->cgroup[0]) {
+		if (strlen(o->cgroup) >= len)
+			return LISM_EXIT_USAGE;
+		strcpy(out, o->cgroup);
+	} else {
+		err = lism_cgroup2_mount("/proc/mounts", out, len);
+		if (err) {
+			lism_err("no cgroup2 filesystem is mounted (/proc/mounts): %s", strerror(-err));
+			lism_hint("mount one with 'mount -t cgroup2 none /sys/fs/cgroup/unified', or pass --cgroup");
+			return LISM_EXIT_ENV;
+		}
+	}
+	is = lism_is_cgroup2(out);
+	if (is != 1) {
+		lism_err("--cgroup %s is not a cgroup2 directory%s%s", out, is < 0 ? ": " : "",
+			 is < 0 ? strerror(-is) : "");
+		lism_hint("cgroup2 is mounted where /proc/mounts lists type cgroup2");
+		return LISM_EXIT_ENV;
+	}
+	return 0;
+}
+
+static int init_device(struct lism_bpf *skel, const struct lism_opts *o, const char *cgroup)
+{
+	struct lism_device d = { 0 };
+	struct timespec now;
+	__u32 zero = 0;
+	int err;
+
+	err = lism_gid_generate(d.gid);
+	if (err)
+		return err;
+	clock_gettime(CLOCK_REALTIME, &now);
+	d.layout = LISM_LAYOUT_VERSION;
+	d.chid = LISM_CHID;
+	d.active = 1;
+	d.capacity = o->max_dmbs;
+	d.max_dmbs = o->max_dmbs;
+	d.dmb_size = o->dmb_size;
+	d.flags = o->allow_blocking ? LISM_DEV_F_ALLOW_BLOCKING : 0;
+	d.loaded_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+	snprintf(d.cgroup, sizeof(d.cgroup), "%s", cgroup);
+	if (bpf_map__update_elem(skel->maps.device, &zero, sizeof(zero), &d, sizeof(d), BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static int fill_free_slots(struct lism_bpf *skel, __u32 n)
+{
+	int fd = bpf_map__fd(skel->maps.dmb_free);
+
+	for (__u32 slot = 0; slot < n; slot++)
+		if (bpf_map_update_elem(fd, NULL, &slot, BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+static int pin_at(const char *dir, const char *name, int (*pin)(void *, const char *), void *obj)
+{
+	char path[PATH_MAX];
+	int err = lism_pin_join(path, sizeof(path), dir, name);
+
+	return err ? err : pin(obj, path);
+}
+
+static int pin_prog(void *p, const char *path)
+{
+	return bpf_program__pin(p, path);
+}
+
+static int pin_link(void *l, const char *path)
+{
+	return bpf_link__pin(l, path);
+}
+
+int lism_cmd_load(const struct lism_opts *o)
+{
+	struct bpf_link *link = NULL;
+	struct lism_bpf *skel = NULL;
+	char cgroup[PATH_MAX], path[PATH_MAX], missing[1024];
+	int err, ret = LISM_EXIT_FAIL, cgfd = -1, created = 0, n_scope;
+	struct bpf_map *map;
+
+	ret = check_privileges();
+	if (!ret)
+		ret = check_bpffs(o);
+	if (!ret)
+		ret = find_cgroup(o, cgroup, sizeof(cgroup));
+	if (ret)
+		return ret;
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		lism_err("the kernel exposes no BTF (/sys/kernel/btf/vmlinux): %s", strerror(errno));
+		lism_hint("lism needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (>= 5.10)");
+		return LISM_EXIT_ENV;
+	}
+	if (!lism_pin_join(path, sizeof(path), o->pin_path, "device") && !access(path, F_OK)) {
+		lism_err("lism is already loaded at %s", o->pin_path);
+		lism_hint("see it with 'lism status --pin-path %s', remove it with 'lism unload --pin-path %s'",
+			  o->pin_path, o->pin_path);
+		return LISM_EXIT_STATE;
+	}
+	if (lism_dir_empty(o->pin_path) == 0) {
+		lism_err("--pin-path %s holds pins that are not a lism instance", o->pin_path);
+		lism_hint("choose another --pin-path, or remove what is there");
+		return LISM_EXIT_STATE;
+	}
+	if (lism_probe_kernel(missing, sizeof(missing))) {
+		lism_err("this kernel lacks what lism needs: %s", missing);
+		lism_hint("lism needs Linux >= 6.4 with BTF, sockmap (CONFIG_BPF_STREAM_PARSER) and cgroup BPF");
+		return LISM_EXIT_ENV;
+	}
+
+	ret = LISM_EXIT_FAIL;
+	cgfd = open(cgroup, O_RDONLY | O_DIRECTORY);
+	if (cgfd < 0) {
+		lism_err("opening cgroup %s failed: %s", cgroup, strerror(errno));
+		goto cleanup;
+	}
+	if (mkdir(o->pin_path, 0700) && errno != EEXIST) {
+		lism_err("creating --pin-path %s failed: %s", o->pin_path, strerror(errno));
+		goto cleanup;
+	}
+	chmod(o->pin_path, 0700);
+	created = 1;
+
+	skel = lism_bpf__open();
+	if (!skel) {
+		lism_err("opening the BPF object failed: %s", strerror(errno));
+		goto cleanup;
+	}
+	/* The token table and everything indexed like it have one entry per DMB. */
+	bpf_map__set_max_entries(skel->maps.dmbs, o->max_dmbs);
+	bpf_map__set_max_entries(skel->maps.dmb_owner, o->max_dmbs);
+	bpf_map__set_max_entries(skel->maps.dmb_free, o->max_dmbs);
+	bpf_map__set_max_entries(skel->maps.shortcut, o->max_dmbs);
+	bpf_object__for_each_map(map, skel->obj) {
+		if (bpf_map__is_internal(map))
+			continue; /* constants, not state */
+		err = lism_pin_join(path, sizeof(path), o->pin_path, bpf_map__name(map));
+		if (!err)
+			err = bpf_map__set_pin_path(map, path);
+		if (err) {
+			lism_err("setting the pin path of map %s failed: %s", bpf_map__name(map),
+				 strerror(-err));
+			goto cleanup;
+		}
+	}
+	err = lism_bpf__load(skel);
+	if (err) {
+		lism_err("loading the BPF programs failed: %s", strerror(-err));
+		lism_hint("the verifier log is above; rerun with -v for libbpf's full log");
+		goto cleanup;
+	}
+	err = init_device(skel, o, cgroup);
+	if (!err)
+		err = fill_free_slots(skel, o->max_dmbs);
+	if (!err)
+		err = lism_scope_fill(bpf_map__fd(skel->maps.scope), o->local_cidrs, o->n_local_cidrs,
+				      &n_scope);
+	if (err) {
+		lism_err("initialising the maps failed: %s", strerror(-err));
+		goto cleanup;
+	}
+	/* Data path first: a socket joining the map takes the map's programs with it. */
+	if (bpf_prog_attach(bpf_program__fd(skel->progs.lism_msg),
+			    bpf_map__fd(skel->maps.shortcut), BPF_SK_MSG_VERDICT, 0)) {
+		lism_err("attaching the sk_msg program to the shortcut map failed: %s", strerror(errno));
+		goto cleanup;
+	}
+	err = pin_at(o->pin_path, LISM_PIN_PROG_MSG, pin_prog, skel->progs.lism_msg);
+	if (!err)
+		err = pin_at(o->pin_path, LISM_PIN_PROG_SOCKOPS, pin_prog, skel->progs.lism_sockops);
+	if (err) {
+		lism_err("pinning the programs failed: %s", strerror(-err));
+		goto cleanup;
+	}
+	link = bpf_program__attach_cgroup(skel->progs.lism_sockops, cgfd);
+	if (!link) {
+		lism_err("attaching the sockops program to cgroup %s failed: %s", cgroup, strerror(errno));
+		lism_hint("another program with exclusive attachment may hold the cgroup");
+		goto cleanup;
+	}
+	err = pin_at(o->pin_path, LISM_PIN_LINK_SOCKOPS, pin_link, link);
+	if (err) {
+		lism_err("pinning the cgroup link failed: %s", strerror(-err));
+		goto cleanup;
+	}
+	printf("lism: loaded at %s, attached to cgroup %s (%u DMBs of %u KiB, %d scope entries)\n",
+	       o->pin_path, cgroup, o->max_dmbs, o->dmb_size >> 10, n_scope);
+	ret = LISM_EXIT_OK;
+
+cleanup:
+	/* On success the pins hold everything; on failure nothing may stay behind. */
+	if (ret != LISM_EXIT_OK && link)
+		bpf_link__detach(link);
+	bpf_link__destroy(link);
+	lism_bpf__destroy(skel);
+	if (ret != LISM_EXIT_OK && created)
+		lism_pins_remove(o->pin_path);
+	if (cgfd >= 0)
+		close(cgfd);
+	return ret;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Detach and unpin everything an instance pinned. */
+static int remove_instance(const struct lism_instance *in)
+{
+	char path[PATH_MAX];
+	int fd, err = 0;
+
+	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_SOCKOPS)) {
+		fd = bpf_obj_get(path);
+		if (fd >= 0) {
+			if (bpf_link_detach(fd) && errno != EINVAL)
+				err = -errno;
+			close(fd);
+		}
+	}
+	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_PROG_MSG)) {
+		fd = bpf_obj_get(path);
+		if (fd >= 0) {
+			if (bpf_prog_detach2(fd, in->shortcut_fd, BPF_SK_MSG_VERDICT) && errno != ENOENT)
+				err = -errno;
+			close(fd);
+		}
+	}
+	if (lism_pins_remove(in->pin_path) && !err)
+		err = -errno;
+	return err;
+}
+
+int lism_cmd_unload(const struct lism_opts *o)
+{
+	struct lism_instance in;
+	struct lism_snapshot s;
+	struct lism_device d;
+	double deadline, next_note;
+	int err, ret;
+
+	ret = check_privileges();
+	if (ret)
+		return ret;
+	err = lism_instance_open(&in, o->pin_path);
+	if (err) {
+		lism_err("no lism instance at %s: %s", o->pin_path, strerror(-err));
+		lism_hint("see 'lism status --pin-path DIR' for where it was loaded");
+		return LISM_EXIT_STATE;
+	}
+	err = lism_device_read(&in, &d);
+	if (err || d.layout != LISM_LAYOUT_VERSION) {
+		lism_err("the pins at %s are not of this lism's layout (found %u, want %u)", o->pin_path,
+			 err ? 0 : d.layout, LISM_LAYOUT_VERSION);
+		lism_hint("unload it with the lism build that loaded it");
+		ret = LISM_EXIT_STATE;
+		goto out;
+	}
+	/* New connections stay on TCP from now on; closes are still tracked. */
+	d.active = 0;
+	err = lism_device_write(&in, &d);
+	if (err) {
+		lism_err("switching the device off failed: %s", strerror(-err));
+		ret = LISM_EXIT_FAIL;
+		goto out;
+	}
+	/*
+	 * Sockets leave the shortcut map when they close.  Removing the map
+	 * earlier would make the kernel drop whatever they have not read yet.
+	 */
+	deadline = now_s() + o->timeout_s;
+	next_note = now_s() + 2;
+	for (;;) {
+		err = lism_snapshot_read(&in, &s);
+		if (err) {
+			lism_err("reading the instance failed: %s", strerror(-err));
+			ret = LISM_EXIT_FAIL;
+			goto out;
+		}
+		if (!s.shortcut_sockets && !s.usage.dmbs_in_use)
+			break;
+		if (now_s() >= deadline) {
+			if (o->force) {
+				fprintf(stderr,
+					"lism: --force: removing with %u sockets still in the shortcut; "
+					"bytes they have not read yet are lost\n",
+					s.shortcut_sockets);
+				break;
+			}
+			lism_err("%u sockets still use the shortcut after %us; lism stays loaded but "
+				 "inactive (new connections use TCP)",
+				 s.shortcut_sockets, o->timeout_s);
+			lism_hint("rerun 'lism unload' once they close, raise --timeout, or use --force "
+				  "(their unread bytes would be lost)");
+			ret = LISM_EXIT_BUSY;
+			goto out;
+		}
+		if (now_s() >= next_note) {
+			printf("lism: waiting for %u sockets to leave the shortcut...\n",
+			       s.shortcut_sockets);
+			fflush(stdout);
+			next_note = now_s() + 5;
+		}
+		usleep(50 * 1000);
+	}
+	err = remove_instance(&in);
+	if (err) {
+		lism_err("removing %s failed: %s", o->pin_path, strerror(-err));
+		ret = LISM_EXIT_FAIL;
+		goto out;
+	}
+	printf("lism: unloaded from %s\n", o->pin_path);
+	ret = LISM_EXIT_OK;
+out:
+	lism_instance_close(&in);
+	return ret;
+}

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef LISM_LOADER_H
+#define LISM_LOADER_H
+
+#include "cli.h"
+
+/* Both return an enum lism_exit code and print their own errors. */
+int lism_cmd_load(const struct lism_opts *o);
+int lism_cmd_unload(const struct lism_opts *o);
+
+#endif

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <bpf/libbpf.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "log.h"
+
+static int log_verbose;
+
+void lism_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("lism: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void lism_hint(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("  hint: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && !log_verbose)
+		return 0;
+	if (level == LIBBPF_INFO && !log_verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+void lism_log_setup(int verbose)
+{
+	log_verbose = verbose;
+	libbpf_set_print(libbpf_log);
+}

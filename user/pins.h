@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The pinned layout of one lism instance (docs/maps.md):
+ *   DIR/<map name>      every map, with BTF (bpftool map dump pinned ...)
+ *   DIR/prog_sockops    the handshake program
+ *   DIR/prog_msg        the data path program
+ *   DIR/link_sockops    the cgroup attachment
+ * DIR is --pin-path; several instances can coexist in different DIRs.
+ */
+#ifndef LISM_PINS_H
+#define LISM_PINS_H
+
+#include <stddef.h>
+
+#define LISM_PIN_PROG_SOCKOPS "prog_sockops"
+#define LISM_PIN_PROG_MSG "prog_msg"
+#define LISM_PIN_LINK_SOCKOPS "link_sockops"
+
+/* "@dir/@name" into @out; -ENAMETOOLONG if it does not fit. */
+int lism_pin_join(char *out, size_t outlen, const char *dir, const char *name);
+
+/* Whether @path is on a BPF filesystem (1), not (0), or -errno. */
+int lism_is_bpffs(const char *path);
+
+/* Nearest existing ancestor directory of @path (itself if it exists). */
+int lism_existing_ancestor(const char *path, char *out, size_t outlen);
+
+/* Whether the directory has no entries (1), has some (0), or -errno. */
+int lism_dir_empty(const char *dir);
+
+/* Unlink every pin in @dir, then the directory.  Missing dir is fine. */
+int lism_pins_remove(const char *dir);
+
+#endif

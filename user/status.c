@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <string.h>
+
+#include "format.h"
+#include "log.h"
+#include "reason.h"
+#include "status.h"
+
+void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot *s)
+{
+	char gid[34], bytes[32], dmb[32];
+
+	lism_gid_format(s->dev.gid, gid);
+	lism_fmt_bytes(s->stats[LISM_S_SC_BYTES], bytes, sizeof(bytes));
+	lism_fmt_bytes(s->dev.dmb_size, dmb, sizeof(dmb));
+	fprintf(f, "%-13s %-33s %-6s %-6s %-11s %-9s %s\n", "Name", "GID", "CHID", "Active",
+		"DMBs", "Confirmed", "Shortcut bytes");
+	fprintf(f, "%-13s %-33s 0x%04X %-6s %5lld/%-5u %-9u %s\n", LISM_DEVICE_NAME, gid, s->dev.chid,
+		s->dev.active ? "yes" : "no", (long long)s->usage.dmbs_in_use, s->dev.max_dmbs,
+		s->confirmed, bytes);
+	fprintf(f, "  pinned at %s, attached to cgroup %s%s\n", pin_path, s->dev.cgroup,
+		s->attached ? "" : " (DETACHED)");
+	fprintf(f, "  DMB size %s, DMBs high-water %lld, sockets in the shortcut %u\n", dmb,
+		(long long)s->usage.dmbs_hwm, s->shortcut_sockets);
+	fprintf(f, "  handshakes: %llu proposed, %llu accepted, %llu confirmed, %llu fell back\n",
+		(unsigned long long)s->stats[LISM_S_PROPOSALS_SENT],
+		(unsigned long long)s->stats[LISM_S_ACCEPTS_SENT],
+		(unsigned long long)s->stats[LISM_S_CONFIRMS],
+		(unsigned long long)s->stats[LISM_S_FALLBACKS]);
+	fprintf(f, "  sends: %llu through the shortcut, %llu over TCP while paired\n",
+		(unsigned long long)s->stats[LISM_S_SC_MSGS],
+		(unsigned long long)s->stats[LISM_S_TCP_MSGS]);
+}
+
+static void add_u64(struct json_object *o, const char *k, __u64 v)
+{
+	json_object_object_add(o, k, json_object_new_uint64(v));
+}
+
+struct json_object *lism_status_json(const char *pin_path, const struct lism_snapshot *s)
+{
+	struct json_object *o = json_object_new_object(), *reasons = json_object_new_object();
+	char gid[34];
+
+	lism_gid_format(s->dev.gid, gid);
+	json_object_object_add(o, "name", json_object_new_string(LISM_DEVICE_NAME));
+	json_object_object_add(o, "gid", json_object_new_string(gid));
+	add_u64(o, "chid", s->dev.chid);
+	json_object_object_add(o, "active", json_object_new_boolean(s->dev.active));
+	json_object_object_add(o, "attached", json_object_new_boolean(s->attached));
+	json_object_object_add(o, "pin_path", json_object_new_string(pin_path));
+	json_object_object_add(o, "cgroup", json_object_new_string(s->dev.cgroup));
+	add_u64(o, "layout", s->dev.layout);
+	add_u64(o, "dmb_size", s->dev.dmb_size);
+	add_u64(o, "max_dmbs", s->dev.max_dmbs);
+	add_u64(o, "dmbs_in_use", s->usage.dmbs_in_use < 0 ? 0 : (__u64)s->usage.dmbs_in_use);
+	add_u64(o, "dmbs_hwm", s->usage.dmbs_hwm < 0 ? 0 : (__u64)s->usage.dmbs_hwm);
+	add_u64(o, "confirmed", s->confirmed);
+	add_u64(o, "shortcut_sockets", s->shortcut_sockets);
+	add_u64(o, "proposals_sent", s->stats[LISM_S_PROPOSALS_SENT]);
+	add_u64(o, "proposals_received", s->stats[LISM_S_PROPOSALS_RECV]);
+	add_u64(o, "accepts_sent", s->stats[LISM_S_ACCEPTS_SENT]);
+	add_u64(o, "accepts_received", s->stats[LISM_S_ACCEPTS_RECV]);
+	add_u64(o, "confirms", s->stats[LISM_S_CONFIRMS]);
+	add_u64(o, "fallbacks", s->stats[LISM_S_FALLBACKS]);
+	add_u64(o, "closes", s->stats[LISM_S_CLOSES]);
+	add_u64(o, "shortcut_msgs", s->stats[LISM_S_SC_MSGS]);
+	add_u64(o, "shortcut_bytes", s->stats[LISM_S_SC_BYTES]);
+	add_u64(o, "tcp_msgs", s->stats[LISM_S_TCP_MSGS]);
+	add_u64(o, "tcp_bytes", s->stats[LISM_S_TCP_BYTES]);
+	add_u64(o, "sync_holds", s->stats[LISM_S_SYNC_HOLDS]);
+	add_u64(o, "dmb_full", s->stats[LISM_S_DMB_FULL]);
+	add_u64(o, "redirect_miss", s->stats[LISM_S_REDIRECT_MISS]);
+	add_u64(o, "events_lost", s->stats[LISM_S_EVENTS_LOST]);
+	for (unsigned int r = 1; r < LISM_R_MAX; r++)
+		add_u64(reasons, lism_reason_name(r), s->reasons[r]);
+	json_object_object_add(o, "fallback_reasons", reasons);
+	return o;
+}
+
+int lism_cmd_status(const struct lism_opts *o)
+{
+	struct lism_instance in;
+	struct lism_snapshot s;
+	int err;
+
+	err = lism_instance_open(&in, o->pin_path);
+	if (err) {
+		if (err == -ENOENT) {
+			lism_err("not loaded (nothing pinned at %s)", o->pin_path);
+			lism_hint("load it with 'lism load'%s%s", strcmp(o->pin_path, LISM_DEFAULT_PIN_PATH) ? " --pin-path " : "",
+				  strcmp(o->pin_path, LISM_DEFAULT_PIN_PATH) ? o->pin_path : "");
+		} else {
+			lism_err("opening the pins at %s failed: %s", o->pin_path, strerror(-err));
+			if (err == -EPERM || err == -EACCES)
+				lism_hint("the pins are root-only: run as root");
+		}
+		return LISM_EXIT_STATE;
+	}
+	err = lism_snapshot_read(&in, &s);
+	lism_instance_close(&in);
+	if (err) {
+		lism_err("reading the instance at %s failed: %s", o->pin_path, strerror(-err));
+		return LISM_EXIT_FAIL;
+	}
+	if (s.dev.layout != LISM_LAYOUT_VERSION) {
+		lism_err("the pins at %s have layout %u, this lism reads %u", o->pin_path, s.dev.layout,
+			 LISM_LAYOUT_VERSION);
+		return LISM_EXIT_STATE;
+	}
+	if (o->json) {
+		struct json_object *j = lism_status_json(o->pin_path, &s);
+
+		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+		json_object_put(j);
+	} else {
+		lism_status_print(stdout, o->pin_path, &s);
+	}
+	return LISM_EXIT_OK;
+}
