@@ -17,7 +17,7 @@
  * tokens to be live entries of this kernel's table naming each other, so a
  * packet from elsewhere cannot complete it.
  */
-#include "lism.bpf.h"
+#include "dmb.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -108,75 +108,25 @@ static __always_inline __u16 sockops_rport(struct bpf_sock_ops *s)
 	return (__u16)bpf_ntohl(s->remote_port);
 }
 
-/* Take a free slot and stamp a fresh entry; NULL when the table is full. */
+/* A fresh entry for this connection end, published under a new token. */
 static __always_inline struct lism_dmb *dmb_alloc(const struct lism_device *d, __u8 role,
 						  struct bpf_sock_ops *s)
 {
-	struct lism_usage *u;
 	struct lism_dmb *e;
 	struct addr6 l, r;
-	__u32 zero = 0, slot;
-	__s64 now;
+	__u32 slot;
 
-	u = bpf_map_lookup_elem(&usage, &zero);
-	if (!u)
+	e = dmb_take(d, &slot);
+	if (!e)
 		return NULL;
-	now = __sync_add_and_fetch(&u->dmbs_in_use, 1);
-	if (now > d->max_dmbs || bpf_map_pop_elem(&dmb_free, &slot)) {
-		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
-		return NULL;
-	}
-	if (now > u->dmbs_hwm)
-		u->dmbs_hwm = now; /* racy max: a view, not an invariant */
-	e = dmb_get(slot);
-	if (!e) { /* cannot happen: slots come from 0..capacity-1 */
-		bpf_map_push_elem(&dmb_free, &slot, 0);
-		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
-		return NULL;
-	}
 	sockops_local(s, &l);
 	sockops_remote(s, &r);
-	e->peer_token = 0;
-	e->role = role;
-	e->reason = LISM_R_NONE;
-	e->peer_reason = LISM_R_NONE;
-	e->conn_flags = 0;
 	e->lport = (__u16)s->local_port;
 	e->rport = sockops_rport(s);
-	e->dmb_size = d->dmb_size;
 	__builtin_memcpy(e->laddr, l.w, 16);
 	__builtin_memcpy(e->raddr, r.w, 16);
-	__builtin_memset(&e->prod, 0, sizeof(e->prod));
-	__builtin_memset(&e->cons, 0, sizeof(e->cons));
-	e->rx_bytes = 0;
-	e->rx_msgs = 0;
-	e->tx_tcp_bytes = 0;
-	e->created_ns = bpf_ktime_get_ns();
-	e->cookie = 0;
-	e->state = role == LISM_ROLE_ACTIVE ? LISM_ST_PROPOSED : LISM_ST_ACCEPTED;
-	/* publish last: readers match on the token */
-	__sync_lock_test_and_set(&e->token, lism_token_make(slot, bpf_get_prandom_u32()));
+	dmb_publish(e, slot, role);
 	return e;
-}
-
-/*
- * Give @token's slot back.  Either end (or a close racing a handshake) may
- * try; the compare-and-swap on the token makes exactly one of them win.
- */
-static __always_inline void dmb_release(struct lism_dmb *e, __u64 token)
-{
-	__u32 slot = lism_token_slot(token), zero = 0;
-	struct lism_usage *u;
-	__u64 none = 0;
-
-	if (!token || __sync_val_compare_and_swap(&e->token, token, 0) != token)
-		return;
-	e->state = LISM_ST_FREE;
-	bpf_map_update_elem(&dmb_owner, &slot, &none, BPF_ANY);
-	bpf_map_push_elem(&dmb_free, &slot, 0);
-	u = bpf_map_lookup_elem(&usage, &zero);
-	if (u)
-		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
 }
 
 /*

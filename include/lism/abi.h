@@ -17,7 +17,7 @@
 
 #define LISM_DEFAULT_MAX_DMBS 5000 /* SMC_LO_MAX_DMBS */
 #define LISM_MAX_DMBS_LIMIT (1u << 20)
-#define LISM_DEFAULT_DMB_SIZE (1u << 20)
+#define LISM_DEFAULT_DMB_SIZE (4u << 20) /* within TCP's autotuned rcvbuf range (tcp_rmem max 6 MiB) */
 #define LISM_MIN_DMB_SIZE (16u << 10)
 #define LISM_MAX_DMB_SIZE (64u << 20)
 

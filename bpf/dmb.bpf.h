@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * DMB slots and tokens (the smc_lo_register_dmb analog).  Taking and giving
+ * back a slot is O(1) whatever the table size: free slots wait in a FIFO
+ * queue map (the kernel's, lock-protected), and the in-use counter is one
+ * atomic.  Included by the handshake and by the allocator's own test
+ * program, so both run this exact code.
+ */
+#ifndef LISM_DMB_BPF_H
+#define LISM_DMB_BPF_H
+
+#include "lism.bpf.h"
+
+/*
+ * Take a free slot and reset its entry.  The entry is not visible under a
+ * token until dmb_publish().  NULL when the table is full or at max_dmbs.
+ */
+static __always_inline struct lism_dmb *dmb_take(const struct lism_device *d, __u32 *slot_out)
+{
+	struct lism_usage *u;
+	struct lism_dmb *e;
+	__u32 zero = 0, slot;
+	__s64 now;
+
+	u = bpf_map_lookup_elem(&usage, &zero);
+	if (!u)
+		return NULL;
+	now = __sync_add_and_fetch(&u->dmbs_in_use, 1);
+	if (now > d->max_dmbs || bpf_map_pop_elem(&dmb_free, &slot)) {
+		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
+		return NULL;
+	}
+	if (now > u->dmbs_hwm)
+		u->dmbs_hwm = now; /* racy max: a view, not an invariant */
+	e = dmb_get(slot);
+	if (!e) { /* cannot happen: slots come from 0..capacity-1 */
+		bpf_map_push_elem(&dmb_free, &slot, 0);
+		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->dmb_size = d->dmb_size;
+	e->created_ns = bpf_ktime_get_ns();
+	*slot_out = slot;
+	return e;
+}
+
+/* Give the entry its token; from now on dmb_by_token() finds it. */
+static __always_inline __u64 dmb_publish(struct lism_dmb *e, __u32 slot, __u8 role)
+{
+	__u64 token = lism_token_make(slot, bpf_get_prandom_u32());
+
+	e->role = role;
+	e->state = role == LISM_ROLE_ACTIVE ? LISM_ST_PROPOSED : LISM_ST_ACCEPTED;
+	__sync_lock_test_and_set(&e->token, token);
+	return token;
+}
+
+/*
+ * Give @token's slot back.  Either end (or a close racing a handshake) may
+ * try; the compare-and-swap on the token makes exactly one of them win.
+ */
+static __always_inline void dmb_release(struct lism_dmb *e, __u64 token)
+{
+	__u32 slot = lism_token_slot(token), zero = 0;
+	struct lism_usage *u;
+	__u64 none = 0;
+
+	if (!token || __sync_val_compare_and_swap(&e->token, token, 0) != token)
+		return;
+	e->state = LISM_ST_FREE;
+	bpf_map_update_elem(&dmb_owner, &slot, &none, BPF_ANY);
+	bpf_map_push_elem(&dmb_free, &slot, 0);
+	u = bpf_map_lookup_elem(&usage, &zero);
+	if (u)
+		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
+}
+
+#endif

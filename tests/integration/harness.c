@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "cgroup.h"
+#include "harness.h"
+#include "pins.h"
+
+static int host_netns_fd = -1;
+
+void require_root(void)
+{
+	const char *ci = getenv("CI");
+
+	if (geteuid() == 0)
+		return;
+	if (ci && !strcmp(ci, "true"))
+		cr_assert_fail("integration tests need root (netns, cgroup2, bpffs) and CI=true forbids skipping");
+	cr_skip_test("integration tests need root (netns, cgroup2, bpffs); skipped");
+}
+
+int sh(const char *fmt, ...)
+{
+	char cmd[16384];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	if (st == -1 || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+static const char *lism_bin(void)
+{
+	const char *b = getenv("LISM_BIN");
+
+	return b ? b : "build/lism";
+}
+
+int lism(const struct env *e, const char *args)
+{
+	return sh("%s %s --pin-path %s >/dev/null 2>&1", lism_bin(), args, e->pin);
+}
+
+int lism_out(const struct env *e, const char *args, char *out, size_t len)
+{
+	char cmd[16384];
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	cr_assert_lt(snprintf(cmd, sizeof(cmd), "%s %s --pin-path %s 2>&1", lism_bin(), args, e->pin),
+		     (int)sizeof(cmd));
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (n + 1 < len && !feof(p)) {
+		size_t r = fread(out + n, 1, len - 1 - n, p);
+
+		if (!r)
+			break;
+		n += r;
+	}
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+	n = write(fd, s, strlen(s));
+	close(fd);
+	cr_assert_eq(n, (ssize_t)strlen(s), "write %s: %s", path, strerror(errno));
+}
+
+void env_up(struct env *e, const char *load_args)
+{
+	static int seq;
+	char args[8192];
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->name, sizeof(e->name), "lism-t-%d-%d-%d", getppid(), getpid(), seq++);
+	cr_assert_eq(lism_cgroup2_mount("/proc/mounts", e->cgroot, sizeof(e->cgroot)), 0,
+		     "no cgroup2 mount");
+	cr_assert_lt(snprintf(e->cgroup, sizeof(e->cgroup), "%s/%s", e->cgroot, e->name),
+		     (int)sizeof(e->cgroup));
+	snprintf(e->pin, sizeof(e->pin), "/sys/fs/bpf/%s", e->name);
+	if (lism_is_bpffs("/sys/fs/bpf") != 1)
+		cr_assert_eq(sh("mount -t bpf bpf /sys/fs/bpf"), 0, "cannot mount bpffs");
+	cr_assert_eq(mkdir(e->cgroup, 0755), 0, "mkdir %s: %s", e->cgroup, strerror(errno));
+	cr_assert_lt(snprintf(args, sizeof(args), "load --cgroup %s %s", e->cgroup,
+			      load_args ? load_args : ""),
+		     (int)sizeof(args));
+	cr_assert_eq(lism(e, args), 0, "lism %s failed", args);
+	e->loaded = 1;
+	if (host_netns_fd < 0)
+		host_netns_fd = open("/proc/self/ns/net", O_RDONLY);
+}
+
+void env_enter(struct env *e)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", e->cgroup);
+	write_file(path, "0");
+	e->entered = 1;
+}
+
+void env_leave(struct env *e)
+{
+	char path[PATH_MAX + 32];
+
+	if (!e->entered)
+		return;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", e->cgroot);
+	write_file(path, "0");
+	e->entered = 0;
+}
+
+void env_down(struct env *e)
+{
+	char path[PATH_MAX + 32];
+
+	if (!e->name[0])
+		return;
+	netns_switch(NULL);
+	if (e->entered) {
+		snprintf(path, sizeof(path), "%s/cgroup.procs", e->cgroot);
+		int fd = open(path, O_WRONLY);
+
+		if (fd >= 0) {
+			if (write(fd, "0", 1) < 0)
+				perror("leaving the test cgroup");
+			close(fd);
+		}
+		e->entered = 0;
+	}
+	for (int i = 0; i < e->n_netns; i++)
+		sh("ip netns del %s 2>/dev/null", e->netns[i]);
+	if (e->loaded)
+		lism(e, "unload --timeout 2 --force");
+	lism_pins_remove(e->pin);
+	rmdir(e->cgroup);
+	e->name[0] = '\0';
+}
+
+void snap(const struct env *e, struct lism_snapshot *s)
+{
+	struct lism_instance in;
+
+	cr_assert_eq(lism_instance_open(&in, e->pin), 0, "open pins %s", e->pin);
+	cr_assert_eq(lism_snapshot_read(&in, s), 0);
+	lism_instance_close(&in);
+}
+
+int dmb_lookup(const struct env *e, __u64 token, struct lism_dmb *out)
+{
+	struct lism_instance in;
+	__u32 slot = (__u32)token;
+	int ok;
+
+	cr_assert_eq(lism_instance_open(&in, e->pin), 0);
+	ok = !bpf_map_lookup_elem(in.dmbs_fd, &slot, out) && out->token == token;
+	lism_instance_close(&in);
+	return ok;
+}
+
+long wait_drained(const struct env *e, int timeout_ms)
+{
+	struct lism_snapshot s;
+
+	for (int waited = 0;; waited += 10) {
+		snap(e, &s);
+		if ((!s.usage.dmbs_in_use && !s.shortcut_sockets) || waited >= timeout_ms)
+			return s.usage.dmbs_in_use + s.shortcut_sockets;
+		usleep(10 * 1000);
+	}
+}
+
+const char *env_netns(struct env *e, const char *suffix)
+{
+	char *name;
+
+	cr_assert_lt(e->n_netns, 4);
+	name = e->netns[e->n_netns];
+	/* netns names are short: pid and a counter identify the test */
+	snprintf(name, sizeof(e->netns[0]), "lt%d-%d-%d%s", getppid(), getpid(), e->n_netns, suffix);
+	cr_assert_eq(sh("ip netns add %s && ip -n %s link set lo up", name, name), 0,
+		     "creating netns %s", name);
+	e->n_netns++;
+	return name;
+}
+
+void netns_switch(const char *ns)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (host_netns_fd < 0)
+		host_netns_fd = open("/proc/self/ns/net", O_RDONLY);
+	if (!ns) {
+		cr_assert_eq(setns(host_netns_fd, CLONE_NEWNET), 0, "setns back: %s", strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+	cr_assert_eq(setns(fd, CLONE_NEWNET), 0, "setns %s: %s", ns, strerror(errno));
+	close(fd);
+}
+
+static void sweep_dir(const char *dir, const char *prefix, int pins)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, prefix, strlen(prefix)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (pins)
+			lism_pins_remove(path);
+		else
+			rmdir(path);
+	}
+	closedir(d);
+}
+
+void sweep_leftovers(int pid)
+{
+	char cgroot[PATH_MAX], prefix[64];
+
+	snprintf(prefix, sizeof(prefix), "lism-t-%d-", pid);
+	sweep_dir("/sys/fs/bpf", prefix, 1);
+	if (!lism_cgroup2_mount("/proc/mounts", cgroot, sizeof(cgroot)))
+		sweep_dir(cgroot, prefix, 0);
+	sh("for n in $(ip netns list | awk '{print $1}' | grep '^lt%d-'); do ip netns del $n; done",
+	   pid);
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats)
+{
+	(void)stats;
+	if (geteuid() == 0)
+		sweep_leftovers(getpid());
+}

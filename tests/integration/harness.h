@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * End-to-end test environment: every test loads its own lism instance,
+ * attached to a private cgroup2 directory and pinned in a private bpffs
+ * directory, and makes its traffic in network namespaces it creates.
+ * Names carry the runner's pid ("lism-t-<pid>-..."), and a post-run hook
+ * sweeps whatever a crashed test left behind.
+ */
+#ifndef LISM_TEST_HARNESS_H
+#define LISM_TEST_HARNESS_H
+
+#include <limits.h>
+#include <linux/types.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "device.h"
+
+struct env {
+	char name[64];
+	char cgroot[PATH_MAX];
+	char cgroup[PATH_MAX];
+	char pin[PATH_MAX];
+	char netns[4][64];
+	int n_netns;
+	int entered;
+	int loaded;
+};
+
+/* Skips (not root) or fails (not root under CI=true). */
+void require_root(void);
+
+/* Create the cgroup and load lism with extra `lism load` arguments. */
+void env_up(struct env *e, const char *load_args);
+/* Move this process into / out of the test cgroup (sockets made inside are under lism). */
+void env_enter(struct env *e);
+void env_leave(struct env *e);
+/* Unload, remove cgroup, pins and namespaces.  Safe after a partial env_up. */
+void env_down(struct env *e);
+
+/* Run a shell command; returns its exit status (or -1). */
+int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Run build/lism with @args and --pin-path of @e; returns its exit status. */
+int lism(const struct env *e, const char *args);
+/* Same, capturing stdout into @out. */
+int lism_out(const struct env *e, const char *args, char *out, size_t len);
+
+void snap(const struct env *e, struct lism_snapshot *s);
+/* Read the entry a token names (0 if absent). */
+int dmb_lookup(const struct env *e, __u64 token, struct lism_dmb *out);
+/* Wait until the table and the shortcut map are empty; returns dmbs in use left. */
+long wait_drained(const struct env *e, int timeout_ms);
+
+/* A network namespace owned by the test (deleted by env_down). */
+const char *env_netns(struct env *e, const char *suffix);
+/* Switch this thread into @ns (NULL: back to the namespace we started in). */
+void netns_switch(const char *ns);
+
+/* Sweep everything a runner with pid @pid may have left (report hook). */
+void sweep_leftovers(int pid);
+
+#endif

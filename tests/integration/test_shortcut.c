@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Real TCP through the loaded programs: pairing, byte-exact streams, counters. */
+#include <criterion/criterion.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "traffic.h"
+
+static struct env e;
+
+static void up(const char *load_args)
+{
+	require_root();
+	env_up(&e, load_args);
+	env_enter(&e);
+}
+
+static void down(void)
+{
+	env_down(&e);
+}
+
+TestSuite(shortcut, .fini = down, .timeout = 240);
+
+static void assert_confirmed(int n)
+{
+	struct lism_snapshot s;
+
+	snap(&e, &s);
+	cr_assert_eq(s.confirmed, (__u32)n, "%u confirmed, want %d (fallbacks %llu)", s.confirmed, n,
+		     (unsigned long long)s.stats[LISM_S_FALLBACKS]);
+	cr_assert_eq(s.shortcut_sockets, (__u32)(2 * n));
+}
+
+/* Every byte the paired sockets sent went through the verdict, most via the shortcut. */
+static void assert_shortcut_carried(__u64 total, unsigned int min_percent)
+{
+	struct lism_snapshot s;
+	__u64 sc, tcp;
+
+	snap(&e, &s);
+	sc = s.stats[LISM_S_SC_BYTES];
+	tcp = s.stats[LISM_S_TCP_BYTES];
+	cr_assert_eq(sc + tcp, total, "shortcut %llu + tcp %llu != %llu sent",
+		     (unsigned long long)sc, (unsigned long long)tcp, (unsigned long long)total);
+	cr_assert_geq(sc * 100, total * min_percent, "only %llu of %llu bytes took the shortcut",
+		      (unsigned long long)sc, (unsigned long long)total);
+}
+
+static void assert_drained(void)
+{
+	cr_assert_eq(wait_drained(&e, 3000), 0, "DMB table / shortcut map not back to zero");
+}
+
+/* One connection, both directions, then close: the whole lifecycle. */
+static void one_connection(int family, const char *listen_addr, int cfamily, const char *caddr)
+{
+	struct lism_snapshot s;
+	struct pump_result r;
+	int port = 0, l, c, sv;
+	const __u64 n = 8u << 20;
+
+	up(NULL);
+	l = tcp_listen(family, listen_addr, &port, 1);
+	c = tcp_connect(cfamily, caddr, port, 1);
+	sv = tcp_accept(l, 1, 5000);
+	assert_confirmed(1);
+	snap(&e, &s);
+	cr_assert_eq(s.usage.dmbs_in_use, 2);
+
+	pump(c, sv, n, n, 256 << 10, 1, 30000, &r);
+	cr_assert(r.ok, "%s", r.why);
+	assert_shortcut_carried(2 * n, 90);
+
+	close(c);
+	close(sv);
+	close(l);
+	assert_drained();
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_CONFIRMS], 1);
+	cr_assert_eq(s.stats[LISM_S_FALLBACKS], 0);
+	cr_assert_eq(s.stats[LISM_S_CLOSES], 2);
+}
+
+Test(shortcut, ipv4_loopback)
+{
+	one_connection(AF_INET, "127.0.0.1", AF_INET, "127.0.0.1");
+}
+
+Test(shortcut, ipv6_loopback)
+{
+	one_connection(AF_INET6, "::1", AF_INET6, "::1");
+}
+
+Test(shortcut, v4_mapped_dual_stack_listener)
+{
+	one_connection(AF_INET6, "::", AF_INET, "127.0.0.1");
+}
+
+/* >= 1 GiB, both directions at once, sends of 1 B to 4 MiB. */
+Test(shortcut, gigabyte_both_directions_all_sizes)
+{
+	const __u64 each = 512ull << 20;
+	struct pump_result r;
+	int c, sv;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	pump(c, sv, each, each, 4u << 20, 7, 200000, &r);
+	cr_assert(r.ok, "%s", r.why);
+	cr_assert_eq(r.moved[0] + r.moved[1], 2 * each);
+	assert_shortcut_carried(2 * each, 90);
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/* Two namespaces joined by veth pairs on a bridge, like pods on a node. */
+static void bridge_pods(const char **a, const char **b)
+{
+	const char *br = env_netns(&e, "br");
+
+	*a = env_netns(&e, "a");
+	*b = env_netns(&e, "b");
+	cr_assert_eq(sh("ip -n %s link add br0 type bridge && ip -n %s link set br0 up", br, br), 0);
+	cr_assert_eq(sh("ip link add eth0 netns %s type veth peer name va netns %s && "
+			"ip link add eth0 netns %s type veth peer name vb netns %s",
+			*a, br, *b, br),
+		     0);
+	cr_assert_eq(sh("ip -n %s link set va master br0 && ip -n %s link set va up && "
+			"ip -n %s link set vb master br0 && ip -n %s link set vb up",
+			br, br, br, br),
+		     0);
+	cr_assert_eq(sh("ip -n %s addr add 10.77.0.1/24 dev eth0 && ip -n %s link set eth0 up && "
+			"ip -n %s addr add 10.77.0.2/24 dev eth0 && ip -n %s link set eth0 up",
+			*a, *a, *b, *b),
+		     0);
+}
+
+static void pods_stream(const char *a, const char *b, const char *dst, int dport, int lport)
+{
+	struct pump_result r;
+	int l, c, sv, port = lport;
+
+	netns_switch(b);
+	l = tcp_listen(AF_INET, "10.77.0.2", &port, 1);
+	netns_switch(a);
+	c = tcp_connect(AF_INET, dst, dport ? dport : port, 1);
+	netns_switch(NULL);
+	sv = tcp_accept(l, 1, 5000);
+	assert_confirmed(1);
+	pump(c, sv, 16u << 20, 16u << 20, 1u << 20, 3, 60000, &r);
+	cr_assert(r.ok, "%s", r.why);
+	assert_shortcut_carried(32u << 20, 90);
+	close(c);
+	close(sv);
+	close(l);
+	assert_drained();
+}
+
+Test(shortcut, across_namespaces_on_a_bridge)
+{
+	const char *a, *b;
+
+	up("--local-cidr 10.77.0.0/24");
+	bridge_pods(&a, &b);
+	pods_stream(a, b, "10.77.0.2", 0, 0);
+}
+
+/* A Service VIP rewritten kube-proxy style: the pair is found by token, not 4-tuple. */
+Test(shortcut, through_dnat_service_vip)
+{
+	const char *a, *b;
+
+	up("--local-cidr 10.77.0.0/24 --local-cidr 10.96.0.0/16");
+	bridge_pods(&a, &b);
+	cr_assert_eq(sh("ip -n %s route add 10.96.0.0/16 dev eth0", a), 0);
+	cr_assert_eq(sh("ip netns exec %s iptables -t nat -A OUTPUT -p tcp -d 10.96.0.10 --dport 80 "
+			"-j DNAT --to-destination 10.77.0.2:8080",
+			a),
+		     0, "iptables DNAT rule");
+	pods_stream(a, b, "10.96.0.10", 80, 8080);
+}
+
+/*
+ * The handshake race: the client's final ACK is dropped, so the server only
+ * establishes (and joins the map) when data arrives, while the client has
+ * been writing since connect() returned.  Those bytes travel by TCP and
+ * must not be overtaken by shortcut bytes sent later.
+ */
+static void handshake_race(int delay_ms)
+{
+	const char *ns;
+	struct lism_snapshot s;
+	struct pump_result r;
+	int l, c, sv, port = 5000;
+	const __u64 early = 256u << 10;
+
+	up(NULL);
+	ns = env_netns(&e, "race");
+	/* 2nd packet from the client is the handshake's pure ACK; with a delay, drop everything. */
+	cr_assert_eq(sh("ip netns exec %s iptables -A OUTPUT -o lo -p tcp --dport %d "
+			"-m connbytes --connbytes-dir original --connbytes-mode packets "
+			"--connbytes %s -j DROP",
+			ns, port, delay_ms ? "2" : "2:2"),
+		     0, "iptables connbytes rule");
+	netns_switch(ns);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	netns_switch(NULL);
+	/* the client is established, the server is not */
+	cr_assert_eq(send_all(c, 11, 0, early), 0);
+	if (delay_ms) {
+		usleep(delay_ms * 1000);
+		cr_assert_eq(sh("ip netns exec %s iptables -F OUTPUT", ns), 0);
+	}
+	sv = tcp_accept(l, 1, 10000);
+	snap(&e, &s);
+	cr_assert_geq(s.stats[LISM_S_TCP_BYTES], early, "early bytes did not go over TCP");
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0);
+	pump_from(c, sv, early, 32u << 20, 0, 32u << 20, 64u << 10, 11, 60000, &r);
+	cr_assert(r.ok, "%s", r.why);
+	snap(&e, &s);
+	cr_assert_gt(s.stats[LISM_S_SYNC_HOLDS] + (s.stats[LISM_S_TCP_BYTES] > early), 0,
+		     "nothing waited for the TCP bytes to be read");
+	cr_assert_gt(s.stats[LISM_S_SC_BYTES], 32u << 20, "the shortcut never engaged");
+	close(c);
+	close(sv);
+	close(l);
+	assert_drained();
+}
+
+Test(shortcut, handshake_race_final_ack_dropped)
+{
+	handshake_race(0);
+}
+
+Test(shortcut, handshake_race_server_established_late)
+{
+	handshake_race(300);
+}
+
+/* Many connections at once: each pairs with its own peer. */
+Test(shortcut, thousand_concurrent_connections)
+{
+	enum { N = 1000 };
+	static int c[N], sv[N];
+	struct rlimit rl = { 8192, 8192 };
+	int port = 0, l;
+
+	up(NULL);
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	for (int i = 0; i < N; i++) {
+		c[i] = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+		sv[i] = tcp_accept(l, 1, 5000);
+	}
+	assert_confirmed(N);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(send_all(c[i], i, 0, 1000 + i), 0);
+		cr_assert_eq(send_all(sv[i], i + N, 0, 700), 0);
+	}
+	/* each server reads exactly its own client's bytes, and vice versa */
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(recv_check(sv[i], i, 0, 1000 + i, 5000), 0, "connection %d", i);
+		cr_assert_eq(recv_check(c[i], i + N, 0, 700, 5000), 0, "connection %d", i);
+	}
+	assert_shortcut_carried((__u64)N * 1700 + (__u64)N * (N - 1) / 2, 100);
+	for (int i = 0; i < N; i++) {
+		close(c[i]);
+		close(sv[i]);
+	}
+	close(l);
+	assert_drained();
+}
+
+/* Connection churn: request/response, close; the table must end at zero. */
+Test(shortcut, twenty_thousand_short_connections)
+{
+	enum { N = 20000 };
+	struct lism_snapshot s;
+	const char *ns;
+	int port = 0, l;
+
+	up(NULL);
+	ns = env_netns(&e, "churn");
+	cr_assert_eq(sh("ip netns exec %s sysctl -qw net.ipv4.ip_local_port_range='1024 65000'", ns),
+		     0);
+	netns_switch(ns);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	for (int i = 0; i < N; i++) {
+		int c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+		int sv = tcp_accept(l, 1, 5000);
+
+		cr_assert_eq(send_all(c, i, 0, 200), 0);
+		cr_assert_eq(recv_check(sv, i, 0, 200, 5000), 0, "connection %d", i);
+		cr_assert_eq(send_all(sv, i + 1, 0, 1000), 0);
+		cr_assert_eq(recv_check(c, i + 1, 0, 1000, 5000), 0, "connection %d", i);
+		close(c);
+		close(sv);
+	}
+	netns_switch(NULL);
+	close(l);
+	assert_drained();
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_CONFIRMS], N);
+	cr_assert_eq(s.stats[LISM_S_CLOSES], 2 * N);
+	cr_assert_eq(s.stats[LISM_S_FALLBACKS], 0);
+	assert_shortcut_carried((__u64)N * 1200, 100);
+}

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "cli.h"
+#include "lism/abi.h"
+
+#define MAXARGS 16
+
+/* Parse a space-separated command line ("load --max-dmbs 5"). */
+static int parse(const char *line, struct lism_opts *o, char *err)
+{
+	static char buf[512];
+	char *argv[MAXARGS] = { "lism" };
+	int argc = 1;
+
+	strcpy(buf, line);
+	for (char *tok = strtok(buf, " "); tok && argc < MAXARGS - 1; tok = strtok(NULL, " "))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	return lism_parse_args(argc, argv, o, err, 256);
+}
+
+Test(cli, defaults)
+{
+	struct lism_opts o;
+	char err[256];
+
+	cr_assert_eq(parse("load", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.cmd, LISM_CMD_LOAD);
+	cr_assert_str_eq(o.pin_path, "/sys/fs/bpf/lism");
+	cr_assert_str_eq(o.cgroup, "");
+	cr_assert_eq(o.max_dmbs, 5000);
+	cr_assert_eq(o.dmb_size, 4 << 20);
+	cr_assert_eq(o.timeout_s, 30);
+}
+
+Test(cli, load_options)
+{
+	struct lism_opts o;
+	char err[256];
+
+	cr_assert_eq(parse("load --cgroup /sys/fs/cgroup/x --pin-path /sys/fs/bpf/t --max-dmbs 7 "
+			   "--dmb-size 64K --local-cidr 10.0.0.0/8 --local-cidr fd00::/64 --allow-blocking",
+			   &o, err),
+		     LISM_EXIT_OK, "%s", err);
+	cr_assert_str_eq(o.cgroup, "/sys/fs/cgroup/x");
+	cr_assert_str_eq(o.pin_path, "/sys/fs/bpf/t");
+	cr_assert_eq(o.max_dmbs, 7);
+	cr_assert_eq(o.dmb_size, 64 << 10);
+	cr_assert_eq(o.n_local_cidrs, 2);
+	cr_assert_eq(o.local_cidrs[0].prefixlen, 96 + 8);
+	cr_assert_eq(o.local_cidrs[1].prefixlen, 64);
+	cr_assert(o.allow_blocking);
+}
+
+Test(cli, equals_form_and_short_options)
+{
+	struct lism_opts o;
+	char err[256];
+
+	cr_assert_eq(parse("status --pin-path=/sys/fs/bpf/x -j", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_str_eq(o.pin_path, "/sys/fs/bpf/x");
+	cr_assert(o.json);
+	cr_assert_eq(parse("unload --timeout=0 --force", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.timeout_s, 0);
+	cr_assert(o.force);
+}
+
+/* Every invalid line must be refused with a usage error naming the problem. */
+Test(cli, rejects_invalid_input)
+{
+	static const struct {
+		const char *line, *needle;
+	} bad[] = {
+		{ "", "missing command" },
+		{ "frobnicate", "unknown command 'frobnicate'" },
+		{ "load --max-dmbs 0", "--max-dmbs" },
+		{ "load --max-dmbs -5", "--max-dmbs" },
+		{ "load --max-dmbs 12abc", "--max-dmbs" },
+		{ "load --max-dmbs 99999999999", "--max-dmbs" },
+		{ "load --max-dmbs", "needs a value" },
+		{ "load --dmb-size 1K", "--dmb-size" },
+		{ "load --dmb-size 1G", "--dmb-size" },
+		{ "load --dmb-size -64K", "--dmb-size" },
+		{ "load --dmb-size 64Q", "--dmb-size" },
+		{ "load --local-cidr 10.0.0.1/8", "--local-cidr" },
+		{ "load --local-cidr 10.0.0.0/33", "--local-cidr" },
+		{ "load --local-cidr 300.1.1.1", "--local-cidr" },
+		{ "load --local-cidr fd00::/129", "--local-cidr" },
+		{ "load --pin-path relative/dir", "absolute" },
+		{ "load --bogus", "unknown option '--bogus'" },
+		{ "status --max-dmbs 4", "does not apply" },
+		{ "load -j", "does not apply" },
+		{ "unload --timeout 1.5", "--timeout" },
+		{ "unload --timeout 100000", "--timeout" },
+		{ "status extra", "unexpected argument 'extra'" },
+	};
+	struct lism_opts o;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_eq(parse(bad[i].line, &o, err), LISM_EXIT_USAGE, "'%s' was accepted", bad[i].line);
+		cr_expect(strstr(err, bad[i].needle), "'%s': message '%s' lacks '%s'", bad[i].line, err,
+			  bad[i].needle);
+	}
+}
+
+Test(cli, help_and_version)
+{
+	struct lism_opts o;
+	char err[256];
+
+	cr_assert_eq(parse("--help", &o, err), LISM_EXIT_OK);
+	cr_assert_eq(o.cmd, LISM_CMD_HELP);
+	cr_assert_eq(parse("load --help", &o, err), LISM_EXIT_OK);
+	cr_assert_eq(o.cmd, LISM_CMD_HELP);
+	cr_assert_eq(parse("version", &o, err), LISM_EXIT_OK);
+	cr_assert_eq(o.cmd, LISM_CMD_VERSION);
+}
+
+Test(cli, sizes)
+{
+	static const struct {
+		const char *in;
+		__u64 out;
+	} good[] = {
+		{ "0", 0 }, { "4096", 4096 }, { "64k", 65536 }, { "64K", 65536 }, { "64KiB", 65536 },
+		{ "1M", 1 << 20 }, { "1MiB", 1 << 20 }, { "2MB", 2 << 20 }, { "1G", 1ull << 30 },
+	};
+	static const char *const bad[] = { "", "k", "-1", "1.5M", "1T", "1Mx", "0x10", " 1" };
+	__u64 v;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		cr_assert_eq(lism_parse_size(good[i].in, &v), 0, "%s", good[i].in);
+		cr_assert_eq(v, good[i].out, "%s", good[i].in);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_neq(lism_parse_size(bad[i], &v), 0, "'%s' accepted", bad[i]);
+	cr_assert_eq(lism_parse_size("99999999999999999999", &v), -ERANGE);
+	cr_assert_eq(lism_parse_size("17179869184G", &v), -ERANGE);
+}
+
+Test(cli, cidrs_map_ipv4_into_ipv6)
+{
+	struct lism_cidr c;
+	static const __u8 want[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 96, 0, 0 };
+
+	cr_assert_eq(lism_parse_cidr("10.96.0.0/12", &c), 0);
+	cr_assert_eq(c.prefixlen, 96 + 12);
+	cr_assert_arr_eq(c.addr, want, 16);
+	cr_assert_eq(lism_parse_cidr("192.0.2.7", &c), 0);
+	cr_assert_eq(c.prefixlen, 128);
+	cr_assert_eq(lism_parse_cidr("::/0", &c), 0);
+	cr_assert_eq(c.prefixlen, 0);
+}
