@@ -13,7 +13,7 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 # Debian 12 packages every target needs; `make deps` installs the missing ones.
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libxdp-dev libcriterion-dev \
-	libelf-dev zlib1g-dev pkg-config libjson-c-dev iproute2 iptables curl
+	libelf-dev zlib1g-dev pkg-config libjson-c-dev iproute2 iptables procps util-linux curl
 
 ifeq ($(V),1)
 Q :=
@@ -42,9 +42,12 @@ USER_HDRS := $(wildcard user/*.h) $(wildcard include/lism/*.h) $(BUILD)/lism.ske
 
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
+TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 
 .PHONY: all deps run test unit integration install clean help
 .DEFAULT_GOAL := all
+# keep generated objects between the skeleton steps
+.SECONDARY:
 
 all: $(BUILD)/lism
 
@@ -103,10 +106,20 @@ $(BUILD)/tests/unit: $(UNIT_SRCS) $(LIB_OBJS) $(USER_HDRS) | $(BUILD)/tests
 	$(call say,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $(UNIT_SRCS) $(LIB_OBJS) $(USER_LIBS) -lcriterion -o $@
 
-$(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(LIB_OBJS) $(USER_HDRS) | $(BUILD)/tests
+# BPF programs that exist only to test BPF code (BPF_PROG_TEST_RUN).
+$(BUILD)/tests/%.bpf.o: tests/bpf/%.bpf.c $(BPF_HDRS) $(BUILD)/vmlinux.h | $(BUILD)/tests
+	$(call say,CLANG,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/%.skel.h: $(BUILD)/tests/%.bpf.o
+	$(call say,GEN,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(LIB_OBJS) $(USER_HDRS) \
+		$(TEST_BPF_SKELS) | $(BUILD)/tests
 	$(call say,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -Itests/integration $(INTEG_SRCS) $(LIB_OBJS) $(USER_LIBS) \
-		-lcriterion -lpthread -o $@
+	$(Q)$(CC) $(USER_CFLAGS) -Itests/integration -I$(BUILD)/tests $(INTEG_SRCS) $(LIB_OBJS) \
+		$(USER_LIBS) -lcriterion -lpthread -o $@
 
 run: deps all
 	$(Q)if $(BUILD)/lism status >/dev/null 2>&1; then \

@@ -65,6 +65,14 @@ int lism_msg(struct sk_msg_md *msg)
 
 	if (!sk)
 		return SK_PASS;
+	/*
+	 * Only a socket that may still send uses the shortcut.  After
+	 * shutdown(SHUT_WR) (FIN_WAIT1, LAST_ACK, ...) TCP must refuse the
+	 * send with EPIPE; a redirect would succeed and put bytes behind the
+	 * peer's EOF.
+	 */
+	if (sk->state != BPF_TCP_ESTABLISHED && sk->state != BPF_TCP_CLOSE_WAIT)
+		return SK_PASS;
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	if (!st || st->tx == LISM_TX_TCP)
 		return SK_PASS;

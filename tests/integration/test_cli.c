@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The lism tool against a real kernel: errors and exit codes, pins, JSON, unload. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "harness.h"
+#include "traffic.h"
+
+static struct env e;
+
+static void down(void)
+{
+	env_down(&e);
+}
+
+TestSuite(cli, .fini = down, .timeout = 60);
+
+static void expect(int rc, int want, const char *out, const char *needle)
+{
+	cr_assert_eq(rc, want, "exit %d, want %d; output: %s", rc, want, out);
+	cr_assert(strstr(out, needle), "output lacks '%s': %s", needle, out);
+}
+
+Test(cli, status_and_unload_when_not_loaded)
+{
+	struct env none = { 0 };
+	char out[4096];
+
+	require_root();
+	snprintf(none.pin, sizeof(none.pin), "/sys/fs/bpf/lism-t-%d-none", getpid());
+	expect(lism_out(&none, "status", out, sizeof(out)), LISM_EXIT_STATE, out, "not loaded");
+	expect(lism_out(&none, "unload", out, sizeof(out)), LISM_EXIT_STATE, out, "no lism instance");
+}
+
+Test(cli, load_refuses_what_it_cannot_use)
+{
+	char out[4096], args[PATH_MAX + 64];
+
+	require_root();
+	env_up(&e, NULL);
+	snprintf(args, sizeof(args), "load --cgroup %s", e.cgroup);
+	expect(lism_out(&e, args, out, sizeof(out)), LISM_EXIT_STATE, out, "already loaded");
+
+	struct env other = e;
+
+	snprintf(other.pin, sizeof(other.pin), "/tmp/lism-t-%d-notbpffs", getpid());
+	expect(lism_out(&other, args, out, sizeof(out)), LISM_EXIT_ENV, out, "not on a BPF filesystem");
+	expect(lism_out(&other, args, out, sizeof(out)), LISM_EXIT_ENV, out, "mount -t bpf");
+
+	snprintf(other.pin, sizeof(other.pin), "/sys/fs/bpf/lism-t-%d-other", getpid());
+	expect(lism_out(&other, "load --cgroup /tmp", out, sizeof(out)), LISM_EXIT_ENV, out,
+	       "not a cgroup2 directory");
+	cr_assert_eq(access(other.pin, F_OK), -1, "a failed load left %s behind", other.pin);
+
+	/* a pin directory holding something else is not ours to fill */
+	cr_assert_eq(mkdir(other.pin, 0700), 0);
+	cr_assert_eq(sh("bpftool map create %s/foreign type array key 4 value 4 entries 1 name foreign",
+			other.pin),
+		     0);
+	expect(lism_out(&other, args, out, sizeof(out)), LISM_EXIT_STATE, out, "not a lism instance");
+	sh("rm -rf %s", other.pin);
+}
+
+Test(cli, needs_root)
+{
+	char out[4096];
+	int rc;
+
+	require_root();
+	env_up(&e, NULL);
+	FILE *p = popen("cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "
+			"\"$LISM_BIN\" load --pin-path /sys/fs/bpf/lism-t-nobody 2>&1", "r");
+	size_t n = fread(out, 1, sizeof(out) - 1, p);
+
+	out[n] = '\0';
+	rc = pclose(p);
+	expect(WEXITSTATUS(rc), LISM_EXIT_ENV, out, "must run as root");
+}
+
+Test(cli, pins_are_root_only_and_readable_with_bpftool)
+{
+	char out[65536], cmd[PATH_MAX + 64];
+	struct stat st;
+	FILE *p;
+	size_t n;
+
+	require_root();
+	env_up(&e, NULL);
+	cr_assert_eq(stat(e.pin, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0700, "pin dir mode %o", st.st_mode & 0777);
+	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/device 2>&1", e.pin);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	pclose(p);
+	/* BTF makes the dump name every field */
+	cr_assert(strstr(out, "\"gid\"") && strstr(out, "\"chid\": 65535") && strstr(out, "\"max_dmbs\""),
+		  "device dump: %s", out);
+	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/dmbs 2>&1 | head -40", e.pin);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	pclose(p);
+	cr_assert(strstr(out, "\"peer_token\"") && strstr(out, "\"prod\""), "dmbs dump: %s", out);
+}
+
+Test(cli, status_json)
+{
+	struct json_object *j, *v;
+	char out[8192];
+	int c, s;
+
+	require_root();
+	env_up(&e, "--max-dmbs 100 --dmb-size 256K");
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	cr_assert_eq(send_all(c, 1, 0, 5000), 0);
+	cr_assert_eq(recv_check(s, 1, 0, 5000, 5000), 0);
+	cr_assert_eq(lism_out(&e, "status -j", out, sizeof(out)), 0, "%s", out);
+	j = json_tokener_parse(out);
+	cr_assert_not_null(j, "not JSON: %s", out);
+	cr_assert(json_object_object_get_ex(j, "name", &v));
+	cr_assert_str_eq(json_object_get_string(v), "loopback-ism");
+	cr_assert(json_object_object_get_ex(j, "chid", &v));
+	cr_assert_eq(json_object_get_int(v), 0xffff);
+	cr_assert(json_object_object_get_ex(j, "gid", &v));
+	cr_assert_eq(strlen(json_object_get_string(v)), 33);
+	cr_assert(json_object_object_get_ex(j, "max_dmbs", &v));
+	cr_assert_eq(json_object_get_int(v), 100);
+	cr_assert(json_object_object_get_ex(j, "dmb_size", &v));
+	cr_assert_eq(json_object_get_int(v), 256 << 10);
+	cr_assert(json_object_object_get_ex(j, "dmbs_in_use", &v));
+	cr_assert_eq(json_object_get_int(v), 2);
+	cr_assert(json_object_object_get_ex(j, "confirmed", &v));
+	cr_assert_eq(json_object_get_int(v), 1);
+	cr_assert(json_object_object_get_ex(j, "shortcut_bytes", &v));
+	cr_assert_eq(json_object_get_int64(v), 5000);
+	cr_assert(json_object_object_get_ex(j, "fallback_reasons", &v));
+	cr_assert(json_object_object_get_ex(v, "max-dmb", NULL));
+	json_object_put(j);
+	cr_assert_eq(lism_out(&e, "status", out, sizeof(out)), 0);
+	cr_assert(strstr(out, "loopback-ism") && strstr(out, "0xFFFF"), "%s", out);
+	close(c);
+	close(s);
+}
+
+/* Unload never pulls the map from under a live shortcut connection. */
+Test(cli, unload_waits_for_shortcut_connections)
+{
+	struct lism_snapshot st;
+	char out[4096], cmd[PATH_MAX + 64];
+	int c, s, c2, s2;
+
+	require_root();
+	env_up(&e, NULL);
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	cr_assert_eq(send_all(c, 1, 0, 100000), 0); /* unread shortcut bytes */
+	expect(lism_out(&e, "unload --timeout 1", out, sizeof(out)), LISM_EXIT_BUSY, out,
+	       "still use the shortcut");
+	snap(&e, &st);
+	cr_assert_eq(st.dev.active, 0, "a busy unload must switch new connections off");
+	cr_assert_eq(st.confirmed, 1);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
+	snap(&e, &st);
+	cr_assert_eq(st.reasons[LISM_R_INACTIVE], 1, "new connection while unloading");
+	cr_assert_eq(recv_check(s, 1, 0, 100000, 5000), 0, "bytes lost during the unload attempt");
+	close(c);
+	close(s);
+	close(c2);
+	close(s2);
+	cr_assert_eq(wait_drained(&e, 3000), 0);
+	expect(lism_out(&e, "unload --timeout 5", out, sizeof(out)), 0, out, "unloaded");
+	e.loaded = 0;
+	cr_assert_eq(access(e.pin, F_OK), -1, "pins left behind");
+	snprintf(cmd, sizeof(cmd), "test -z \"$(bpftool cgroup show %s)\"", e.cgroup);
+	cr_assert_eq(sh("%s", cmd), 0, "programs still attached to the cgroup");
+}

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Socket semantics stay TCP's.  Each scenario runs twice: on a confirmed
+ * shortcut connection and on plain TCP (sockets made outside lism's cgroup),
+ * and what the application observes must be the same.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "traffic.h"
+
+static struct env e;
+
+static void down(void)
+{
+	env_down(&e);
+}
+
+TestSuite(semantics, .fini = down, .timeout = 120);
+
+#define OBS_MAX 32
+
+/* What an application saw: a list of results, compared between the two runs. */
+struct obs {
+	long v[OBS_MAX];
+	int n;
+};
+
+static void see(struct obs *o, long v)
+{
+	cr_assert_lt(o->n, OBS_MAX);
+	o->v[o->n++] = v;
+}
+
+/* recv result as "bytes" or "-errno" */
+static long recv_result(int fd, void *buf, size_t len, int flags)
+{
+	ssize_t n = recv(fd, buf, len, flags);
+
+	return n < 0 ? -errno : n;
+}
+
+static int wait_readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms);
+}
+
+/* Run @scenario on plain TCP, then on the shortcut; compare observations.  Scenarios close both sockets. */
+static void both_ways(void (*scenario)(int c, int s, struct obs *o), int nonblock)
+{
+	struct lism_snapshot st;
+	struct obs plain = { 0 }, lism_obs = { 0 };
+	int c, s;
+
+	require_root();
+	env_up(&e, NULL);
+
+	tcp_pair(AF_INET, "127.0.0.1", nonblock, &c, &s); /* outside the cgroup: plain TCP */
+	snap(&e, &st);
+	cr_assert_eq(st.stats[LISM_S_PROPOSALS_SENT], 0, "the plain pair is not under lism");
+	scenario(c, s, &plain);
+
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", nonblock, &c, &s);
+	snap(&e, &st);
+	cr_assert_eq(st.confirmed, 1, "the lism pair is not confirmed");
+	scenario(c, s, &lism_obs);
+
+	cr_assert_eq(lism_obs.n, plain.n, "%d observations under lism, %d with TCP", lism_obs.n,
+		     plain.n);
+	for (int i = 0; i < plain.n; i++)
+		cr_assert_eq(lism_obs.v[i], plain.v[i], "observation %d: lism %ld, TCP %ld", i,
+			     lism_obs.v[i], plain.v[i]);
+	snap(&e, &st);
+	cr_assert_eq(wait_drained(&e, 3000), 0);
+}
+
+static void half_close(int c, int s, struct obs *o)
+{
+	char buf[4096];
+
+	cr_assert_eq(send_all(c, 1, 0, 100000), 0);
+	see(o, shutdown(c, SHUT_WR));
+	see(o, recv_check(s, 1, 0, 100000, 5000));
+	see(o, wait_readable(s, 2000));
+	see(o, recv_result(s, buf, sizeof(buf), 0)); /* EOF after exactly the data */
+	see(o, recv_result(s, buf, sizeof(buf), 0)); /* and again */
+	see(o, send(c, "x", 1, MSG_NOSIGNAL) < 0 ? -errno : 1); /* EPIPE after SHUT_WR */
+	/* the other direction still works */
+	cr_assert_eq(send_all(s, 2, 0, 50000), 0);
+	see(o, recv_check(c, 2, 0, 50000, 5000));
+	see(o, shutdown(s, SHUT_WR));
+	see(o, wait_readable(c, 2000));
+	see(o, recv_result(c, buf, sizeof(buf), 0));
+	close(c);
+	close(s);
+}
+
+Test(semantics, half_close_gives_eof_after_the_data)
+{
+	both_ways(half_close, 1);
+}
+
+static void close_after_send(int c, int s, struct obs *o)
+{
+	char buf[4096];
+
+	cr_assert_eq(send_all(s, 3, 0, 1 << 20), 0);
+	see(o, close(s));
+	see(o, recv_check(c, 3, 0, 1 << 20, 5000));
+	see(o, wait_readable(c, 2000));
+	see(o, recv_result(c, buf, sizeof(buf), 0));
+	close(c);
+}
+
+Test(semantics, close_after_send_delivers_everything_then_eof)
+{
+	both_ways(close_after_send, 1);
+}
+
+static void reset(int c, int s, struct obs *o)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	char buf[64];
+
+	cr_assert_eq(send_all(c, 4, 0, 1000), 0);
+	see(o, recv_check(s, 4, 0, 1000, 5000));
+	see(o, setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	see(o, close(s)); /* abortive close: RST */
+	see(o, wait_readable(c, 2000));
+	see(o, recv_result(c, buf, sizeof(buf), 0)); /* ECONNRESET */
+	see(o, recv_result(c, buf, sizeof(buf), 0)); /* then EOF */
+	see(o, send(c, "x", 1, MSG_NOSIGNAL) < 0 ? -errno : 1);
+	close(c);
+}
+
+Test(semantics, reset_reports_econnreset)
+{
+	both_ways(reset, 1);
+}
+
+static void fionread_and_peek(int c, int s, struct obs *o)
+{
+	char peek[100], buf[100];
+	int avail = -1;
+
+	cr_assert_eq(send_all(c, 5, 0, 12345), 0);
+	cr_assert_eq(wait_readable(s, 2000), 1);
+	for (int i = 0; i < 100 && avail != 12345; i++) {
+		ioctl(s, FIONREAD, &avail);
+		if (avail != 12345)
+			usleep(1000);
+	}
+	see(o, avail);
+	see(o, recv_result(s, peek, sizeof(peek), MSG_PEEK));
+	see(o, recv_result(s, peek, sizeof(peek), MSG_PEEK)); /* peeking again: same bytes */
+	see(o, recv_result(s, buf, sizeof(buf), 0));
+	see(o, memcmp(peek, buf, sizeof(buf)) == 0);
+	see(o, buf[0] == (char)pattern_at(5, 0) && buf[99] == (char)pattern_at(5, 99));
+	ioctl(s, FIONREAD, &avail);
+	see(o, avail);
+	see(o, recv_check(s, 5, 100, 12245, 5000));
+	ioctl(s, FIONREAD, &avail);
+	see(o, avail);
+	see(o, recv_result(s, buf, sizeof(buf), MSG_DONTWAIT)); /* empty: EAGAIN */
+	close(c);
+	close(s);
+}
+
+Test(semantics, fionread_and_msg_peek)
+{
+	both_ways(fionread_and_peek, 1);
+}
+
+static void epoll_readiness(int c, int s, struct obs *o)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP }, out[4];
+	int ep = epoll_create1(0), n;
+	char buf[1000];
+
+	ev.data.fd = s;
+	epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+	n = epoll_wait(ep, out, 4, 100);
+	see(o, n);
+	see(o, n == 1 ? (long)(out[0].events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP)) : -1); /* OUT only */
+	cr_assert_eq(send_all(c, 6, 0, 1000), 0);
+	n = epoll_wait(ep, out, 4, 1000);
+	see(o, n == 1 ? (long)(out[0].events & (EPOLLIN | EPOLLRDHUP)) : -1); /* IN */
+	see(o, recv_check(s, 6, 0, 1000, 1000));
+	n = epoll_wait(ep, out, 4, 100);
+	see(o, n == 1 ? (long)(out[0].events & (EPOLLIN | EPOLLRDHUP)) : -1); /* nothing to read */
+	shutdown(c, SHUT_WR);
+	n = epoll_wait(ep, out, 4, 1000);
+	see(o, n == 1 ? (long)(out[0].events & (EPOLLIN | EPOLLRDHUP)) : -1); /* IN|RDHUP */
+	see(o, recv_result(s, buf, sizeof(buf), 0));
+	close(ep);
+	close(c);
+	close(s);
+}
+
+Test(semantics, epoll_readiness)
+{
+	both_ways(epoll_readiness, 1);
+}
+
+static void write_pattern_file(int fd, __u32 seed, __u64 size)
+{
+	char buf[65536];
+
+	for (__u64 off = 0; off < size; off += sizeof(buf)) {
+		for (size_t i = 0; i < sizeof(buf); i++)
+			buf[i] = (char)pattern_at(seed, off + i);
+		cr_assert_eq(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	}
+}
+
+static void sendfile_case(int c, int s, struct obs *o)
+{
+	char path[] = "/tmp/lism-sendfile-XXXXXX";
+	const __u64 size = 5u << 20;
+	int fd = mkstemp(path);
+	off_t off = 0;
+	__u64 sent = 0;
+
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	write_pattern_file(fd, 8, size);
+	set_nonblock(c, 0);
+	/* the receiver reads in a child so a blocking sendfile cannot stall it */
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(recv_check(s, 8, 0, size, 10000) == 0 ? 0 : 1);
+	while (sent < size) {
+		ssize_t n = sendfile(c, fd, &off, size - sent);
+
+		if (n <= 0)
+			break;
+		sent += n;
+	}
+	see(o, (long)sent);
+	int st;
+
+	waitpid(pid, &st, 0);
+	see(o, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	close(fd);
+	close(c);
+	close(s);
+}
+
+Test(semantics, sendfile_delivers_the_file)
+{
+	struct lism_snapshot st;
+
+	both_ways(sendfile_case, 1);
+	snap(&e, &st);
+	/* both runs' bytes: only the lism run passed through the verdict */
+	cr_assert_eq(st.stats[LISM_S_SC_BYTES] + st.stats[LISM_S_TCP_BYTES], 5u << 20);
+	cr_assert_gt(st.stats[LISM_S_SC_BYTES], 1u << 20, "sendfile did not use the shortcut");
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Run every suite of `make test` and add up Criterion's synthesis lines.
+# Usage: tests/run-all.sh BUILD_DIR
+set -u
+build=${1:-build}
+export LISM_BIN
+LISM_BIN=$(cd "$build" && pwd)/lism
+passed=0 failed=0 status=0
+
+run() { # name, command...
+	local name=$1 out
+	shift
+	echo "== $name"
+	out=$("$@" 2>&1)
+	local rc=$?
+	printf '%s\n' "$out" | grep -vE '^\[----\] *$'
+	local syn
+	syn=$(printf '%s\n' "$out" | grep 'Synthesis:' | tail -1)
+	if [ -z "$syn" ]; then
+		echo "$name: no Criterion synthesis (exit $rc)"
+		failed=$((failed + 1))
+		status=1
+		return
+	fi
+	local p f c
+	p=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$syn")
+	f=$(sed -E 's/.*Failing: ([0-9]+).*/\1/' <<<"$syn")
+	c=$(sed -E 's/.*Crashing: ([0-9]+).*/\1/' <<<"$syn")
+	passed=$((passed + p))
+	failed=$((failed + f + c))
+	[ "$rc" -eq 0 ] && [ "$f" -eq 0 ] && [ "$c" -eq 0 ] || status=1
+}
+
+run unit "$build/tests/unit" --jobs 2
+if [ "$(id -u)" -ne 0 ] && [ "${CI:-}" != true ]; then
+	echo "== integration: skipped (needs root for netns, cgroup2 and bpffs; run 'sudo make test')"
+else
+	run integration "$build/tests/integration" --jobs 1
+fi
+echo "$passed passed, $failed failed"
+exit $status
