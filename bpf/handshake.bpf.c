@@ -230,6 +230,10 @@ static void on_connect(struct bpf_sock_ops *s)
 		sk_fallback(st, NULL, LISM_R_INACTIVE);
 		return;
 	}
+	if (!port_allowed(d, sockops_rport(s))) {
+		sk_fallback(st, NULL, LISM_R_POLICY);
+		return;
+	}
 	if (!blocking_ok(d, sock_nonblocking((const struct sock *)bpf_skc_to_tcp_sock(sk)))) {
 		sk_fallback(st, NULL, LISM_R_BLOCKING);
 		return;
@@ -291,6 +295,10 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 	/* Declines are written into the client's entry: it is on this kernel. */
 	if (!d->active) {
 		se->peer_reason = LISM_R_INACTIVE;
+		return 0;
+	}
+	if (!port_allowed(d, s->local_port)) {
+		se->peer_reason = LISM_R_POLICY;
 		return 0;
 	}
 	if (!blocking_ok(d, request_listener_nonblocking(s))) {

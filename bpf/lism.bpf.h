@@ -109,6 +109,14 @@ struct {
 	__type(value, __u8);
 } scope SEC(".maps") __weak;
 
+/* Port policy, indexed by the server's port (host order). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} ports SEC(".maps") __weak;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
@@ -153,6 +161,17 @@ static __always_inline struct lism_dmb *dmb_by_token(__u64 token)
 	if (!e || e->token != token)
 		return NULL;
 	return e;
+}
+
+/* Whether connections to server port @port may use the shortcut. */
+static __always_inline int port_allowed(const struct lism_device *d, __u32 port)
+{
+	__u8 *f = bpf_map_lookup_elem(&ports, &port);
+	__u8 flags = f ? *f : 0;
+
+	if (flags & LISM_PORT_EXCLUDE)
+		return 0;
+	return !(d->flags & LISM_DEV_F_INCLUDE_PORTS) || (flags & LISM_PORT_INCLUDE);
 }
 
 static __always_inline __u64 gid_tag(const struct lism_device *d)

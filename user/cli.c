@@ -33,7 +33,8 @@ void lism_usage(FILE *f)
 		"Commands:\n"
 		"  load     attach lism to a cgroup and pin its state\n"
 		"           [--cgroup PATH] [--pin-path DIR] [--max-dmbs N] [--dmb-size BYTES]\n"
-		"           [--local-cidr CIDR]... [--allow-blocking] [--mount-bpffs]\n"
+		"           [--local-cidr CIDR]... [--exclude-port PORT]... [--include-port PORT]...\n"
+		"           [--allow-blocking] [--mount-bpffs]\n"
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
 		"           [--pin-path DIR] [--timeout SECONDS] [--force]\n"
 		"  status   show the loopback-ism device   [--pin-path DIR] [-j|--json]\n"
@@ -163,6 +164,8 @@ enum {
 	OPT_MOUNT_BPFFS,
 	OPT_TIMEOUT,
 	OPT_FORCE,
+	OPT_EXCLUDE_PORT,
+	OPT_INCLUDE_PORT,
 };
 
 /* Which options each command accepts. */
@@ -179,6 +182,8 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 	case OPT_LOCAL_CIDR:
 	case OPT_ALLOW_BLOCKING:
 	case OPT_MOUNT_BPFFS:
+	case OPT_EXCLUDE_PORT:
+	case OPT_INCLUDE_PORT:
 		return cmd == LISM_CMD_LOAD;
 	case OPT_TIMEOUT:
 	case OPT_FORCE:
@@ -201,6 +206,8 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "mount-bpffs", no_argument, NULL, OPT_MOUNT_BPFFS },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "exclude-port", required_argument, NULL, OPT_EXCLUDE_PORT },
+		{ "include-port", required_argument, NULL, OPT_INCLUDE_PORT },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -283,6 +290,20 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 					    arg);
 			o->n_local_cidrs++;
 			break;
+		case OPT_EXCLUDE_PORT:
+		case OPT_INCLUDE_PORT: {
+			int *n = c == OPT_EXCLUDE_PORT ? &o->n_exclude_ports : &o->n_include_ports;
+			__u16 *ports = c == OPT_EXCLUDE_PORT ? o->exclude_ports : o->include_ports;
+			const char *name = c == OPT_EXCLUDE_PORT ? "--exclude-port" : "--include-port";
+			__u32 port;
+
+			if (*n >= LISM_MAX_PORTS)
+				return fail(err, errlen, "%s: at most %d", name, LISM_MAX_PORTS);
+			if (lism_parse_u32(arg, 1, 65535, &port))
+				return fail(err, errlen, "%s: '%s' is not a port in 1..65535", name, arg);
+			ports[(*n)++] = (__u16)port;
+			break;
+		}
 		case OPT_ALLOW_BLOCKING:
 			o->allow_blocking = 1;
 			break;

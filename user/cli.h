@@ -29,6 +29,7 @@ enum lism_cmd {
 
 #define LISM_DEFAULT_PIN_PATH "/sys/fs/bpf/lism"
 #define LISM_MAX_CIDRS 64
+#define LISM_MAX_PORTS 64
 #define LISM_DEFAULT_UNLOAD_TIMEOUT 30
 
 struct lism_cidr {
@@ -50,6 +51,10 @@ struct lism_opts {
 	unsigned int timeout_s;
 	int n_local_cidrs;
 	struct lism_cidr local_cidrs[LISM_MAX_CIDRS];
+	int n_exclude_ports;
+	__u16 exclude_ports[LISM_MAX_PORTS];
+	int n_include_ports;
+	__u16 include_ports[LISM_MAX_PORTS];
 };
 
 /*

@@ -80,15 +80,22 @@ int lism_device_write(const struct lism_instance *in, const struct lism_device *
 int lism_percpu_sum(int fd, __u64 *out, unsigned int n)
 {
 	int ncpu = libbpf_num_possible_cpus();
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
 	__u64 *vals;
 
 	if (ncpu <= 0)
 		return ncpu ? ncpu : -EINVAL;
+	/* Counter arrays only grow: an older instance's map may be shorter. */
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	memset(out, 0, n * sizeof(*out));
+	if (info.max_entries < n)
+		n = info.max_entries;
 	vals = calloc(ncpu, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
 	for (__u32 i = 0; i < n; i++) {
-		out[i] = 0;
 		if (bpf_map_lookup_elem(fd, &i, vals)) {
 			int err = -errno;
 

@@ -40,7 +40,7 @@ int lism_device_read(const struct lism_instance *in, struct lism_device *d);
 int lism_device_write(const struct lism_instance *in, const struct lism_device *d);
 int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s);
 
-/* Sum of a per-CPU u64 array map's @n first entries into @out. */
+/* Sum of a per-CPU u64 array map's @n first entries into @out (0 where the map is shorter). */
 int lism_percpu_sum(int fd, __u64 *out, unsigned int n);
 
 int lism_gid_generate(__u8 gid[16]);

@@ -105,12 +105,36 @@ static int init_device(struct lism_bpf *skel, const struct lism_opts *o, const c
 	d.capacity = o->max_dmbs;
 	d.max_dmbs = o->max_dmbs;
 	d.dmb_size = o->dmb_size;
-	d.flags = o->allow_blocking ? LISM_DEV_F_ALLOW_BLOCKING : 0;
+	d.flags = (o->allow_blocking ? LISM_DEV_F_ALLOW_BLOCKING : 0) |
+		  (o->n_include_ports ? LISM_DEV_F_INCLUDE_PORTS : 0);
 	d.loaded_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
 	snprintf(d.cgroup, sizeof(d.cgroup), "%s", cgroup);
 	if (bpf_map__update_elem(skel->maps.device, &zero, sizeof(zero), &d, sizeof(d), BPF_ANY))
 		return -errno;
 	return 0;
+}
+
+static int set_port_flag(struct lism_bpf *skel, __u16 port, __u8 flag)
+{
+	int fd = bpf_map__fd(skel->maps.ports);
+	__u32 key = port;
+	__u8 v;
+
+	if (bpf_map_lookup_elem(fd, &key, &v))
+		return -errno;
+	v |= flag;
+	return bpf_map_update_elem(fd, &key, &v, BPF_ANY) ? -errno : 0;
+}
+
+static int fill_ports(struct lism_bpf *skel, const struct lism_opts *o)
+{
+	int err = 0;
+
+	for (int i = 0; i < o->n_exclude_ports && !err; i++)
+		err = set_port_flag(skel, o->exclude_ports[i], LISM_PORT_EXCLUDE);
+	for (int i = 0; i < o->n_include_ports && !err; i++)
+		err = set_port_flag(skel, o->include_ports[i], LISM_PORT_INCLUDE);
+	return err;
 }
 
 static int fill_free_slots(struct lism_bpf *skel, __u32 n)
@@ -222,6 +246,8 @@ int lism_cmd_load(const struct lism_opts *o)
 	err = init_device(skel, o, cgroup);
 	if (!err)
 		err = fill_free_slots(skel, o->max_dmbs);
+	if (!err)
+		err = fill_ports(skel, o);
 	if (!err)
 		err = lism_scope_fill(bpf_map__fd(skel->maps.scope), o->local_cidrs, o->n_local_cidrs,
 				      &n_scope);

@@ -23,6 +23,11 @@
 
 /* device.flags */
 #define LISM_DEV_F_ALLOW_BLOCKING (1u << 0) /* accept blocking sockets (see BLOCKING reason) */
+#define LISM_DEV_F_INCLUDE_PORTS (1u << 1)  /* only server ports marked LISM_PORT_INCLUDE */
+
+/* The "ports" map: per server port (the listener's port), LISM_PORT_* flags. */
+#define LISM_PORT_INCLUDE (1u << 0)
+#define LISM_PORT_EXCLUDE (1u << 1)
 
 /* The "device" map's only value: written by the control plane only. */
 struct lism_device {

@@ -28,7 +28,8 @@
 	X(11, PEER_GONE, "peer-gone", "the peer closed before the connection was confirmed")     \
 	X(12, TOKEN_CLAIMED, "token-claimed",                                                     \
 	  "a second SYN named a token another connection already answered")                      \
-	X(13, NOT_CONFIRMED, "not-confirmed", "the handshake did not complete")
+	X(13, NOT_CONFIRMED, "not-confirmed", "the handshake did not complete")                   \
+	X(14, POLICY, "policy", "excluded by --exclude-port / --include-port")
 
 enum lism_reason {
 #define LISM_REASON_ENUM(code, sym, name, text) LISM_R_##sym = code,

@@ -274,3 +274,70 @@ Test(semantics, sendfile_delivers_the_file)
 	cr_assert_eq(st.stats[LISM_S_SC_BYTES] + st.stats[LISM_S_TCP_BYTES], 5u << 20);
 	cr_assert_gt(st.stats[LISM_S_SC_BYTES], 1u << 20, "sendfile did not use the shortcut");
 }
+
+/* splice(2) from the socket into a pipe: what proxies that splice do. */
+static long splice_in(int c, int s, __u32 seed)
+{
+	long got = 0;
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(send_all(c, seed, 0, 3000), 0);
+	cr_assert_eq(wait_readable(s, 2000), 1);
+	for (int i = 0; i < 50 && got < 3000; i++) {
+		ssize_t n = splice(s, NULL, p[1], NULL, 3000 - got, SPLICE_F_NONBLOCK);
+
+		if (n > 0)
+			got += n;
+		else
+			usleep(10000);
+	}
+	for (long i = 0; i < got; i++) {
+		char b;
+
+		cr_assert_eq(read(p[0], &b, 1), 1);
+		cr_assert_eq(b, (char)pattern_at(seed, i));
+	}
+	close(p[0]);
+	close(p[1]);
+	return got;
+}
+
+/*
+ * This kernel's splice read path (tcp_splice_read) only looks at the TCP
+ * receive queue, so it never sees shortcut bytes.  Receivers that splice
+ * must be excluded by port; then they behave exactly as with TCP.
+ */
+Test(semantics, splice_reader_on_an_excluded_port_is_plain_tcp)
+{
+	struct lism_snapshot st;
+	int port = 4431, l, c, s;
+
+	require_root();
+	env_up(&e, "--exclude-port 4431");
+	env_enter(&e);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	s = tcp_accept(l, 1, 5000);
+	snap(&e, &st);
+	cr_assert_eq(st.reasons[LISM_R_POLICY], 1);
+	cr_assert_eq(st.usage.dmbs_in_use, 0);
+	cr_assert_eq(splice_in(c, s, 9), 3000);
+	close(c);
+	close(s);
+	close(l);
+}
+
+Test(semantics, kernel_splice_does_not_see_shortcut_bytes)
+{
+	int c, s;
+
+	require_root();
+	env_up(&e, NULL);
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	cr_assert_eq(splice_in(c, s, 10), 0,
+		     "splice saw shortcut bytes: the kernel was fixed, update docs/semantics.md");
+	close(c);
+	close(s);
+}

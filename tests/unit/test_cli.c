@@ -55,6 +55,19 @@ Test(cli, load_options)
 	cr_assert(o.allow_blocking);
 }
 
+Test(cli, port_policy)
+{
+	struct lism_opts o;
+	char err[256];
+
+	cr_assert_eq(parse("load --exclude-port 443 --exclude-port 8443 --include-port 80", &o, err),
+		     LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.n_exclude_ports, 2);
+	cr_assert_eq(o.exclude_ports[1], 8443);
+	cr_assert_eq(o.n_include_ports, 1);
+	cr_assert_eq(o.include_ports[0], 80);
+}
+
 Test(cli, equals_form_and_short_options)
 {
 	struct lism_opts o;
@@ -96,6 +109,11 @@ Test(cli, rejects_invalid_input)
 		{ "unload --timeout 1.5", "--timeout" },
 		{ "unload --timeout 100000", "--timeout" },
 		{ "status extra", "unexpected argument 'extra'" },
+		{ "load --exclude-port 0", "--exclude-port" },
+		{ "load --exclude-port 70000", "--exclude-port" },
+		{ "load --exclude-port http", "--exclude-port" },
+		{ "load --include-port -1", "--include-port" },
+		{ "status --exclude-port 80", "does not apply" },
 	};
 	struct lism_opts o;
 	char err[256];
