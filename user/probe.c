@@ -14,6 +14,22 @@ static void note(char *missing, size_t len, int *n, const char *what)
 	(*n)++;
 }
 
+static int struct_has_member(const struct btf *btf, const char *type, const char *member)
+{
+	int id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	const struct btf_type *t;
+	const struct btf_member *m;
+
+	if (id < 0)
+		return 0;
+	t = btf__type_by_id(btf, id);
+	m = btf_members(t);
+	for (int i = 0; i < btf_vlen(t); i++, m++)
+		if (!strcmp(btf__name_by_offset(btf, m->name_off), member))
+			return 1;
+	return 0;
+}
+
 int lism_probe_kernel(char *missing, size_t len)
 {
 	static const struct {
@@ -68,6 +84,12 @@ int lism_probe_kernel(char *missing, size_t len)
 	for (size_t i = 0; i < sizeof(kfuncs) / sizeof(kfuncs[0]); i++)
 		if (btf__find_by_name_kind(vmlinux, kfuncs[i], BTF_KIND_FUNC) < 0)
 			note(missing, len, &n, kfuncs[i]);
+	/*
+	 * The 2026 sockmap FIONREAD fix: without it FIONREAD ignores shortcut
+	 * bytes and lism cannot see how full a DMB is.
+	 */
+	if (!struct_has_member(vmlinux, "sk_psock", "msg_tot_len"))
+		note(missing, len, &n, "sk_psock.msg_tot_len (sockmap FIONREAD fix, 2026)");
 	btf__free(vmlinux);
 	return n;
 }
