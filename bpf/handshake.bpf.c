@@ -473,11 +473,12 @@ static void on_active_established(struct bpf_sock_ops *s)
  */
 static __always_inline void decline_active(struct lism_dmb *se, __u64 stoken, __u8 why)
 {
-	se->peer_reason = why;
-	if (se->state != LISM_ST_READY)
+	/* The client may be closing right now: only touch its entry while it is its. */
+	if (se->token != stoken ||
+	    __sync_val_compare_and_swap(&se->state, LISM_ST_READY, LISM_ST_FALLBACK) != LISM_ST_READY)
 		return;
+	se->peer_reason = why;
 	bpf_map_delete_elem(&shortcut, &stoken);
-	se->state = LISM_ST_FALLBACK;
 	se->reason = LISM_R_PEER_DECLINED;
 	reason_count(LISM_R_PEER_DECLINED);
 	stat_add(LISM_S_FALLBACKS, 1);

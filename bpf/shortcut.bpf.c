@@ -79,7 +79,13 @@ int lism_msg(struct sk_msg_md *msg)
 	slot = st->peer_slot;
 	pe = dmb_get(slot);
 	owner = bpf_map_lookup_elem(&dmb_owner, &slot);
-	if (!pe || !owner || pe->token != st->peer_token || pe->state != LISM_ST_CONFIRMED)
+	if (!pe || !owner)
+		goto tcp;
+	if (pe->token != st->peer_token) {
+		st->tx = LISM_TX_TCP; /* the peer is gone: this pairing is over */
+		goto tcp;
+	}
+	if (pe->state != LISM_ST_CONFIRMED)
 		goto tcp;
 	peer = *owner;
 	if (!peer)

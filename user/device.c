@@ -111,14 +111,26 @@ int lism_percpu_sum(int fd, __u64 *out, unsigned int n)
 
 static int count_confirmed(const struct lism_instance *in, __u32 capacity, __u32 *out)
 {
-	struct lism_dmb e;
+	enum { CHUNK = 1024 };
+	static struct lism_dmb vals[CHUNK];
+	static __u32 keys[CHUNK];
+	__u32 batch = 0, n;
+	void *in_batch = NULL;
+	int err;
 
 	*out = 0;
-	for (__u32 slot = 0; slot < capacity; slot++) {
-		if (bpf_map_lookup_elem(in->dmbs_fd, &slot, &e))
+	for (__u32 done = 0; done < capacity; done += n) {
+		n = CHUNK;
+		err = bpf_map_lookup_batch(in->dmbs_fd, in_batch, &batch, keys, vals, &n, NULL);
+		if (err && errno != ENOENT)
 			return -errno;
-		if (e.token && e.state == LISM_ST_CONFIRMED && e.role == LISM_ROLE_ACTIVE)
-			(*out)++;
+		for (__u32 i = 0; i < n; i++)
+			if (vals[i].token && vals[i].state == LISM_ST_CONFIRMED &&
+			    vals[i].role == LISM_ROLE_ACTIVE)
+				(*out)++;
+		if (err || !n) /* ENOENT: that was the last batch */
+			break;
+		in_batch = &batch;
 	}
 	return 0;
 }

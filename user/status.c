@@ -9,16 +9,16 @@
 
 void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot *s)
 {
-	char gid[34], bytes[32], dmb[32];
+	char gid[34], bytes[32], dmb[32], dmbs[32];
 
 	lism_gid_format(s->dev.gid, gid);
 	lism_fmt_bytes(s->stats[LISM_S_SC_BYTES], bytes, sizeof(bytes));
 	lism_fmt_bytes(s->dev.dmb_size, dmb, sizeof(dmb));
-	fprintf(f, "%-13s %-33s %-6s %-6s %-11s %-9s %s\n", "Name", "GID", "CHID", "Active",
-		"DMBs", "Confirmed", "Shortcut bytes");
-	fprintf(f, "%-13s %-33s 0x%04X %-6s %5lld/%-5u %-9u %s\n", LISM_DEVICE_NAME, gid, s->dev.chid,
-		s->dev.active ? "yes" : "no", (long long)s->usage.dmbs_in_use, s->dev.max_dmbs,
-		s->confirmed, bytes);
+	snprintf(dmbs, sizeof(dmbs), "%lld/%u", (long long)s->usage.dmbs_in_use, s->dev.max_dmbs);
+	fprintf(f, "%-13s %-33s %-6s %-6s %-11s %-9s %s\n", "Name", "GID", "CHID", "Active", "DMBs",
+		"Confirmed", "Shortcut bytes");
+	fprintf(f, "%-13s %-33s 0x%04X %-6s %-11s %-9u %s\n", LISM_DEVICE_NAME, gid, s->dev.chid,
+		s->dev.active ? "yes" : "no", dmbs, s->confirmed, bytes);
 	fprintf(f, "  pinned at %s, attached to cgroup %s%s\n", pin_path, s->dev.cgroup,
 		s->attached ? "" : " (DETACHED)");
 	fprintf(f, "  DMB size %s, DMBs high-water %lld, sockets in the shortcut %u\n", dmb,
@@ -89,8 +89,10 @@ int lism_cmd_status(const struct lism_opts *o)
 	if (err) {
 		if (err == -ENOENT) {
 			lism_err("not loaded (nothing pinned at %s)", o->pin_path);
-			lism_hint("load it with 'lism load'%s%s", strcmp(o->pin_path, LISM_DEFAULT_PIN_PATH) ? " --pin-path " : "",
-				  strcmp(o->pin_path, LISM_DEFAULT_PIN_PATH) ? o->pin_path : "");
+			int custom = strcmp(o->pin_path, LISM_DEFAULT_PIN_PATH) != 0;
+
+			lism_hint("load it with 'lism load%s%s'", custom ? " --pin-path " : "",
+				  custom ? o->pin_path : "");
 		} else {
 			lism_err("opening the pins at %s failed: %s", o->pin_path, strerror(-err));
 			if (err == -EPERM || err == -EACCES)
