@@ -10,7 +10,8 @@
  * (peer copied_seq == our write_seq), and it drops back to SYNC -- plain TCP,
  * which is always order-safe behind the shortcut queue -- whenever the
  * peer's DMB bound would be exceeded, so a reader that stops reading gets
- * TCP's flow control instead of unbounded kernel memory.
+ * TCP's flow control instead of unbounded kernel memory: at most the DMB
+ * size plus one send (one sk_msg, at most MAX_MSG_FRAGS pages) stays unread.
  */
 #include "lism.bpf.h"
 
@@ -102,8 +103,9 @@ int lism_msg(struct sk_msg_md *msg)
 		st->state = LISM_ST_CONFIRMED;
 	}
 
+	/* Like a TCP receive buffer, an empty DMB takes one message of any size. */
 	unread = shortcut_unread(peer);
-	if ((__u64)unread + size > pe->dmb_size) {
+	if (unread && (__u64)unread + size > pe->dmb_size) {
 		st->tx = LISM_TX_SYNC;
 		stat_add(LISM_S_DMB_FULL, 1);
 		goto tcp;
@@ -119,6 +121,14 @@ int lism_msg(struct sk_msg_md *msg)
 	return SK_PASS;
 
 tcp:
+	/*
+	 * Whatever goes to TCP puts the direction back into SYNC: the next
+	 * shortcut send must wait until the peer has read it.  (After a failed
+	 * TCP push the kernel even reuses this PASS for the next send without
+	 * running us, which is why that must hold for every PASS.)
+	 */
+	if (st->tx == LISM_TX_SHORTCUT)
+		st->tx = LISM_TX_SYNC;
 	me = dmb_get(st->slot);
 	if (me && me->token == st->token)
 		me->tx_tcp_bytes += size;

