@@ -13,7 +13,7 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 # Debian 12 packages every target needs; `make deps` installs the missing ones.
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libxdp-dev libcriterion-dev \
-	libelf-dev zlib1g-dev pkg-config libjson-c-dev iproute2 iptables procps util-linux curl
+	libelf-dev zlib1g-dev pkg-config libjson-c-dev libmicrohttpd-dev iproute2 iptables procps util-linux curl
 
 ifeq ($(V),1)
 Q :=
@@ -26,12 +26,12 @@ endif
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 USER_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) \
-	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf json-c 2>/dev/null)
-USER_LIBS := $(shell $(PKG_CONFIG) --libs libbpf json-c 2>/dev/null)
+	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf json-c libmicrohttpd 2>/dev/null)
+USER_LIBS := $(shell $(PKG_CONFIG) --libs libbpf json-c libmicrohttpd 2>/dev/null)
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-function -Iinclude -Ibpf -I$(BUILD)
 
-BPF_SRCS  := bpf/handshake.bpf.c bpf/shortcut.bpf.c
+BPF_SRCS  := bpf/handshake.bpf.c bpf/shortcut.bpf.c bpf/views.bpf.c
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_HDRS  := $(wildcard bpf/*.h) $(wildcard include/lism/*.h)
 USER_SRCS := $(wildcard user/*.c)

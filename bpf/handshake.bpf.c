@@ -146,8 +146,24 @@ static __always_inline void release_unestablished_peer(struct lism_dmb *se)
 		dmb_release(re, tok);
 }
 
+/* An event about a socket that has no DMB entry (yet): addresses from the context. */
+static __always_inline void emit_sock_event(struct bpf_sock_ops *s, __u8 type, __u8 reason, __u8 role)
+{
+	struct lism_dmb e = { .role = role };
+	struct addr6 l, r;
+
+	sockops_local(s, &l);
+	sockops_remote(s, &r);
+	e.lport = (__u16)s->local_port;
+	e.rport = sockops_rport(s);
+	__builtin_memcpy(e.laddr, l.w, 16);
+	__builtin_memcpy(e.raddr, r.w, 16);
+	emit_event(type, reason, &e);
+}
+
 /* Record a fallback on a socket's storage; its entry, if any, is freed. */
-static __always_inline void sk_fallback(struct lism_sk *st, struct lism_dmb *e, __u8 reason)
+static __always_inline void sk_fallback(struct bpf_sock_ops *s, struct lism_sk *st,
+					struct lism_dmb *e, __u8 reason)
 {
 	st->state = LISM_ST_FALLBACK;
 	st->reason = reason;
@@ -160,6 +176,8 @@ static __always_inline void sk_fallback(struct lism_sk *st, struct lism_dmb *e, 
 		emit_event(LISM_EV_FALLBACK, reason, e);
 		release_unestablished_peer(e);
 		dmb_release(e, st->token);
+	} else {
+		emit_sock_event(s, LISM_EV_FALLBACK, reason, st->role);
 	}
 	st->token = 0;
 }
@@ -227,23 +245,21 @@ static void on_connect(struct bpf_sock_ops *s)
 	st->peer_token = 0;
 	st->tx = LISM_TX_TCP;
 	if (!d->active) {
-		sk_fallback(st, NULL, LISM_R_INACTIVE);
+		sk_fallback(s, st, NULL, LISM_R_INACTIVE);
 		return;
 	}
 	if (!port_allowed(d, sockops_rport(s))) {
-		sk_fallback(st, NULL, LISM_R_POLICY);
+		sk_fallback(s, st, NULL, LISM_R_POLICY);
 		return;
 	}
 	if (!blocking_ok(d, sock_nonblocking((const struct sock *)bpf_skc_to_tcp_sock(sk)))) {
-		sk_fallback(st, NULL, LISM_R_BLOCKING);
+		sk_fallback(s, st, NULL, LISM_R_BLOCKING);
 		return;
 	}
 	e = dmb_alloc(d, LISM_ROLE_ACTIVE, s);
 	if (!e) {
-		struct lism_dmb lim = { .role = LISM_ROLE_ACTIVE };
-
-		emit_event(LISM_EV_LIMIT, LISM_R_MAX_DMB, &lim);
-		sk_fallback(st, NULL, LISM_R_MAX_DMB);
+		emit_sock_event(s, LISM_EV_LIMIT, LISM_R_MAX_DMB, LISM_ROLE_ACTIVE);
+		sk_fallback(s, st, NULL, LISM_R_MAX_DMB);
 		return;
 	}
 	st->token = e->token;
@@ -307,9 +323,7 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 	}
 	re = dmb_alloc(d, LISM_ROLE_PASSIVE, s);
 	if (!re) {
-		struct lism_dmb lim = { .role = LISM_ROLE_PASSIVE };
-
-		emit_event(LISM_EV_LIMIT, LISM_R_MAX_DMB, &lim);
+		emit_sock_event(s, LISM_EV_LIMIT, LISM_R_MAX_DMB, LISM_ROLE_PASSIVE);
 		se->peer_reason = LISM_R_MAX_DMB;
 		return 0;
 	}
@@ -342,7 +356,7 @@ static void on_hdr_opt_len(struct bpf_sock_ops *s)
 		if (!st || st->state != LISM_ST_PROPOSED)
 			return;
 		if (bpf_reserve_hdr_opt(s, LISM_OPT_LEN, 0))
-			sk_fallback(st, dmb_by_token(st->token), LISM_R_OPT_SPACE);
+			sk_fallback(s, st, dmb_by_token(st->token), LISM_R_OPT_SPACE);
 		return;
 	}
 	/* A SYN-ACK of one of our listeners; the socket is the request sock. */
@@ -429,34 +443,34 @@ static void on_active_established(struct bpf_sock_ops *s)
 	cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
 	se = dmb_by_token(st->token);
 	if (!se) {
-		sk_fallback(st, NULL, LISM_R_NOT_CONFIRMED);
+		sk_fallback(s, st, NULL, LISM_R_NOT_CONFIRMED);
 		return;
 	}
 	err = load_opt(s, 0, &o);
 	if (err == -ENOMSG) {
 		if (se->peer_reason)
-			sk_fallback(st, se, LISM_R_PEER_DECLINED);
+			sk_fallback(s, st, se, LISM_R_PEER_DECLINED);
 		else
-			sk_fallback(st, se, LISM_R_PEER_NO_LISM);
+			sk_fallback(s, st, se, LISM_R_PEER_NO_LISM);
 		return;
 	}
 	if (err) {
-		sk_fallback(st, se, LISM_R_HANDSHAKE_INVALID);
+		sk_fallback(s, st, se, LISM_R_HANDSHAKE_INVALID);
 		return;
 	}
 	stat_add(LISM_S_ACCEPTS_RECV, 1);
 	if (o.gid != gid_tag(d)) {
-		sk_fallback(st, se, LISM_R_GID_MISMATCH);
+		sk_fallback(s, st, se, LISM_R_GID_MISMATCH);
 		return;
 	}
 	re = dmb_by_token(o.token);
 	if (!re || re->role != LISM_ROLE_PASSIVE || re->peer_token != st->token ||
 	    se->peer_token != o.token) {
-		sk_fallback(st, se, LISM_R_HANDSHAKE_INVALID);
+		sk_fallback(s, st, se, LISM_R_HANDSHAKE_INVALID);
 		return;
 	}
 	if (join(s, se, st)) {
-		sk_fallback(st, se, LISM_R_SOCKMAP);
+		sk_fallback(s, st, se, LISM_R_SOCKMAP);
 		return;
 	}
 	st->peer_token = o.token;
@@ -518,7 +532,7 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	st->token = 0;
 	if (__sync_val_compare_and_swap(&re->state, LISM_ST_ACCEPTED, LISM_ST_READY) !=
 	    LISM_ST_ACCEPTED) {
-		sk_fallback(st, NULL, LISM_R_PEER_GONE); /* the client released it */
+		sk_fallback(s, st, NULL, LISM_R_PEER_GONE); /* the client released it */
 		return;
 	}
 	st->token = rtoken;
@@ -526,12 +540,12 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	cb_flags(s, BPF_SOCK_OPS_STATE_CB_FLAG, 0);
 	if (se->token != o.token || se->state != LISM_ST_READY) {
 		re->peer_reason = se->token == o.token ? se->reason : LISM_R_PEER_GONE;
-		sk_fallback(st, re, LISM_R_PEER_DECLINED);
+		sk_fallback(s, st, re, LISM_R_PEER_DECLINED);
 		return;
 	}
 	if (join(s, re, st)) {
 		decline_active(se, o.token, LISM_R_SOCKMAP);
-		sk_fallback(st, re, LISM_R_SOCKMAP);
+		sk_fallback(s, st, re, LISM_R_SOCKMAP);
 		return;
 	}
 	st->peer_token = o.token;
@@ -568,11 +582,19 @@ static void on_state(struct bpf_sock_ops *s)
 	default:
 		return;
 	}
-	if (old_state == BPF_TCP_SYN_SENT || old_state == BPF_TCP_SYN_RECV)
+	/*
+	 * An orderly close reaches CLOSE from FIN_WAIT2/CLOSING (on its way to
+	 * TIME_WAIT) or LAST_ACK; straight from an open state it was a reset,
+	 * an abortive close (SO_LINGER 0) or a failed handshake.
+	 */
+	if (old_state == BPF_TCP_SYN_SENT || old_state == BPF_TCP_SYN_RECV ||
+	    old_state == BPF_TCP_ESTABLISHED || old_state == BPF_TCP_CLOSE_WAIT ||
+	    old_state == BPF_TCP_FIN_WAIT1)
 		e->conn_flags |= LISM_CONN_ABORT;
 	e->conn_flags |= LISM_CONN_CLOSED;
 	if (e->state == LISM_ST_CONFIRMED || e->state == LISM_ST_READY)
-		emit_event(LISM_EV_CLOSE, LISM_R_NONE, e);
+		emit_event(e->conn_flags & LISM_CONN_ABORT ? LISM_EV_ABORT : LISM_EV_CLOSE,
+			   LISM_R_NONE, e);
 	release_unestablished_peer(e);
 	stat_add(LISM_S_CLOSES, 1);
 	dmb_release(e, st->token);

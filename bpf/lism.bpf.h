@@ -15,6 +15,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "lism/abi.h"
+#include "lism/hist.h"
 #include "lism/option.h"
 #include "lism/reason.h"
 #include "lism/token.h"
@@ -100,6 +101,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } reasons SEC(".maps") __weak;
+
+/* Shortcut sends by size, see lism/hist.h. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LISM_HIST_BUCKETS);
+	__type(key, __u32);
+	__type(value, __u64);
+} sizes SEC(".maps") __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);

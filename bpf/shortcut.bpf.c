@@ -61,8 +61,8 @@ int lism_msg(struct sk_msg_md *msg)
 	struct bpf_sock *sk = msg->sk;
 	struct lism_dmb *pe, *me;
 	struct lism_sk *st;
-	__u32 size = msg->size, unread, slot;
-	__u64 *owner, peer;
+	__u32 size = msg->size, unread, slot, bucket;
+	__u64 *owner, *hist, peer;
 
 	if (!sk)
 		return SK_PASS;
@@ -118,6 +118,10 @@ int lism_msg(struct sk_msg_md *msg)
 	account(pe, size, unread);
 	stat_add(LISM_S_SC_MSGS, 1);
 	stat_add(LISM_S_SC_BYTES, size);
+	bucket = lism_hist_bucket(size);
+	hist = bpf_map_lookup_elem(&sizes, &bucket);
+	if (hist)
+		*hist += 1;
 	return SK_PASS;
 
 tcp:

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "lism/abi.h"
@@ -14,8 +15,33 @@ static const struct {
 	enum lism_cmd cmd;
 } commands[] = {
 	{ "load", LISM_CMD_LOAD },     { "unload", LISM_CMD_UNLOAD }, { "status", LISM_CMD_STATUS },
-	{ "help", LISM_CMD_HELP },     { "version", LISM_CMD_VERSION },
+	{ "conns", LISM_CMD_CONNS },   { "stats", LISM_CMD_STATS },   { "events", LISM_CMD_EVENTS },
+	{ "run", LISM_CMD_RUN },       { "set", LISM_CMD_SET },       { "help", LISM_CMD_HELP },
+	{ "version", LISM_CMD_VERSION },
 };
+
+/* BPF_TCP_* order */
+static const char *const tcp_states[] = {
+	"UNKNOWN", "ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "FIN-WAIT-2", "TIME-WAIT",
+	"UNCONN", "CLOSE-WAIT", "LAST-ACK", "LISTEN", "CLOSING", "NEW-SYN-RECV",
+};
+
+const char *lism_tcp_state_name(int state)
+{
+	if (state < 0 || (size_t)state >= sizeof(tcp_states) / sizeof(tcp_states[0]))
+		return "UNKNOWN";
+	return tcp_states[state];
+}
+
+int lism_tcp_state_code(const char *name)
+{
+	for (size_t i = 1; i < sizeof(tcp_states) / sizeof(tcp_states[0]); i++)
+		if (!strcasecmp(name, tcp_states[i]))
+			return (int)i;
+	if (!strcasecmp(name, "ESTABLISHED"))
+		return 1;
+	return -1;
+}
 
 const char *lism_cmd_name(enum lism_cmd cmd)
 {
@@ -28,23 +54,34 @@ const char *lism_cmd_name(enum lism_cmd cmd)
 void lism_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: lism <command> [options]\n"
+		"Usage: lism <command> [options]      (every command takes --pin-path DIR)\n"
 		"\n"
 		"Commands:\n"
 		"  load     attach lism to a cgroup and pin its state\n"
-		"           [--cgroup PATH] [--pin-path DIR] [--max-dmbs N] [--dmb-size BYTES]\n"
-		"           [--local-cidr CIDR]... [--exclude-port PORT]... [--include-port PORT]...\n"
-		"           [--allow-blocking] [--mount-bpffs]\n"
+		"           [--cgroup PATH] [--max-dmbs N] [--dmb-size BYTES] [--local-cidr CIDR]...\n"
+		"           [--exclude-port PORT]... [--include-port PORT]... [--allow-blocking]\n"
+		"           [--mount-bpffs]\n"
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
-		"           [--pin-path DIR] [--timeout SECONDS] [--force]\n"
-		"  status   show the loopback-ism device   [--pin-path DIR] [-j|--json]\n"
+		"           [--timeout SECONDS] [--force]\n"
+		"  status   the loopback-ism device, like smcd device   [-j]\n"
+		"  conns    one row per connection end, like smcss -D\n"
+		"           [-w] [-j] [--port PORT] [--state STATE] [--mode shortcut|tcp|pending]\n"
+		"  stats    counters, fallback reasons, message sizes, like smcd stats   [-j]\n"
+		"  stats reset   zero the counters\n"
+		"  events   follow lifecycle events (confirm, fallback, close, abort, limit)  [-j] [--all]\n"
+		"  run      foreground daemon: load (or adopt), serve /metrics and /healthz, log events\n"
+		"           [load options] [--metrics-addr ADDR:PORT] [--unload-on-exit] [-j]\n"
+		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
+		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
 		"  help     this text\n"
 		"  version  print the version\n"
 		"\n"
 		"Defaults: --pin-path %s, --cgroup <cgroup2 mount>, --max-dmbs %u,\n"
-		"--dmb-size %u (%u KiB..%u MiB), --timeout %u.  See lism(8).\n",
+		"--dmb-size %u (%u KiB..%u MiB), --timeout %u, --metrics-addr %s.\n"
+		"See lism(8).\n",
 		LISM_DEFAULT_PIN_PATH, LISM_DEFAULT_MAX_DMBS, LISM_DEFAULT_DMB_SIZE,
-		LISM_MIN_DMB_SIZE >> 10, LISM_MAX_DMB_SIZE >> 20, LISM_DEFAULT_UNLOAD_TIMEOUT);
+		LISM_MIN_DMB_SIZE >> 10, LISM_MAX_DMB_SIZE >> 20, LISM_DEFAULT_UNLOAD_TIMEOUT,
+		LISM_DEFAULT_METRICS_ADDR);
 }
 
 int lism_parse_u32(const char *s, __u32 min, __u32 max, __u32 *out)
@@ -144,6 +181,29 @@ int lism_parse_cidr(const char *s, struct lism_cidr *out)
 	return 0;
 }
 
+/* "ADDR:PORT" with an IPv4 address or "[IPv6]:PORT". */
+static int valid_listen_addr(const char *s)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon = strrchr(s, ':');
+	unsigned char a[16];
+	size_t hl;
+	__u32 port;
+
+	if (!colon || lism_parse_u32(colon + 1, 1, 65535, &port))
+		return 0;
+	hl = (size_t)(colon - s);
+	if (!hl || hl >= sizeof(host))
+		return 0;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	if (host[0] == '[' && host[hl - 1] == ']') {
+		host[hl - 1] = '\0';
+		return inet_pton(AF_INET6, host + 1, a) == 1;
+	}
+	return inet_pton(AF_INET, host, a) == 1;
+}
+
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -166,11 +226,19 @@ enum {
 	OPT_FORCE,
 	OPT_EXCLUDE_PORT,
 	OPT_INCLUDE_PORT,
+	OPT_PORT,
+	OPT_STATE,
+	OPT_MODE,
+	OPT_ALL,
+	OPT_METRICS_ADDR,
+	OPT_UNLOAD_ON_EXIT,
 };
 
 /* Which options each command accepts. */
 static int option_allowed(enum lism_cmd cmd, int opt)
 {
+	int loads = cmd == LISM_CMD_LOAD || cmd == LISM_CMD_RUN;
+
 	switch (opt) {
 	case OPT_PIN_PATH:
 	case 'v':
@@ -184,13 +252,64 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 	case OPT_MOUNT_BPFFS:
 	case OPT_EXCLUDE_PORT:
 	case OPT_INCLUDE_PORT:
-		return cmd == LISM_CMD_LOAD;
+		return loads;
 	case OPT_TIMEOUT:
+		return cmd == LISM_CMD_UNLOAD || cmd == LISM_CMD_RUN;
 	case OPT_FORCE:
 		return cmd == LISM_CMD_UNLOAD;
 	case 'j':
-		return cmd == LISM_CMD_STATUS;
+		return cmd == LISM_CMD_STATUS || cmd == LISM_CMD_CONNS || cmd == LISM_CMD_STATS ||
+		       cmd == LISM_CMD_EVENTS || cmd == LISM_CMD_RUN;
+	case 'w':
+	case OPT_PORT:
+	case OPT_STATE:
+	case OPT_MODE:
+		return cmd == LISM_CMD_CONNS;
+	case OPT_ALL:
+		return cmd == LISM_CMD_EVENTS;
+	case OPT_METRICS_ADDR:
+	case OPT_UNLOAD_ON_EXIT:
+		return cmd == LISM_CMD_RUN;
 	}
+	return 0;
+}
+
+/* Arguments after the options: "stats [reset]", "set KEY VALUE". */
+static int parse_positional(struct lism_opts *o, int n, char **args, char *err, size_t errlen)
+{
+	if (o->cmd == LISM_CMD_STATS) {
+		if (n == 0)
+			return 0;
+		if (n == 1 && !strcmp(args[0], "reset")) {
+			o->stats_reset = 1;
+			return 0;
+		}
+		return fail(err, errlen, "stats: unexpected argument '%s' (only 'reset')", args[0]);
+	}
+	if (o->cmd == LISM_CMD_SET) {
+		if (n != 2)
+			return fail(err, errlen, "set: expected 'active on|off' or 'max-dmbs N'");
+		if (!strcmp(args[0], "active")) {
+			o->set_key = LISM_SET_ACTIVE;
+			if (!strcmp(args[1], "on"))
+				o->set_value = 1;
+			else if (!strcmp(args[1], "off"))
+				o->set_value = 0;
+			else
+				return fail(err, errlen, "set active: '%s' is not on or off", args[1]);
+			return 0;
+		}
+		if (!strcmp(args[0], "max-dmbs")) {
+			o->set_key = LISM_SET_MAX_DMBS;
+			if (lism_parse_u32(args[1], 1, LISM_MAX_DMBS_LIMIT, &o->set_value))
+				return fail(err, errlen, "set max-dmbs: '%s' is not a number in 1..%u",
+					    args[1], LISM_MAX_DMBS_LIMIT);
+			return 0;
+		}
+		return fail(err, errlen, "set: unknown setting '%s' (active, max-dmbs)", args[0]);
+	}
+	if (n)
+		return fail(err, errlen, "%s: unexpected argument '%s'", lism_cmd_name(o->cmd), args[0]);
 	return 0;
 }
 
@@ -208,7 +327,14 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "exclude-port", required_argument, NULL, OPT_EXCLUDE_PORT },
 		{ "include-port", required_argument, NULL, OPT_INCLUDE_PORT },
+		{ "port", required_argument, NULL, OPT_PORT },
+		{ "state", required_argument, NULL, OPT_STATE },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "all", no_argument, NULL, OPT_ALL },
+		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
+		{ "unload-on-exit", no_argument, NULL, OPT_UNLOAD_ON_EXIT },
 		{ "json", no_argument, NULL, 'j' },
+		{ "wide", no_argument, NULL, 'w' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -220,6 +346,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 
 	memset(o, 0, sizeof(*o));
 	strcpy(o->pin_path, LISM_DEFAULT_PIN_PATH);
+	strcpy(o->metrics_addr, LISM_DEFAULT_METRICS_ADDR);
 	o->max_dmbs = LISM_DEFAULT_MAX_DMBS;
 	o->dmb_size = LISM_DEFAULT_DMB_SIZE;
 	o->timeout_s = LISM_DEFAULT_UNLOAD_TIMEOUT;
@@ -243,7 +370,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 	ac = argc - 1;
 	optind = 0; /* full getopt reset (GNU), also for repeated calls */
 	opterr = 0;
-	while ((c = getopt_long(ac, av, "+:jvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(ac, av, ":jwvh", longopts, NULL)) != -1) {
 		const char *arg = optarg, *optname = av[optind - 1];
 
 		if (c == '?')
@@ -322,18 +449,59 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		case OPT_FORCE:
 			o->force = 1;
 			break;
+		case OPT_PORT: {
+			__u32 port;
+
+			if (lism_parse_u32(arg, 1, 65535, &port))
+				return fail(err, errlen, "--port: '%s' is not a port in 1..65535", arg);
+			o->filter_port = (int)port;
+			break;
+		}
+		case OPT_STATE: {
+			int st = lism_tcp_state_code(arg);
+
+			if (st < 0)
+				return fail(err, errlen, "--state: '%s' is not a TCP state (ESTAB, CLOSE-WAIT, ...)",
+					    arg);
+			o->filter_state = st + 1;
+			break;
+		}
+		case OPT_MODE:
+			if (!strcmp(arg, "shortcut"))
+				o->filter_mode = LISM_MODE_SHORTCUT;
+			else if (!strcmp(arg, "tcp"))
+				o->filter_mode = LISM_MODE_TCP;
+			else if (!strcmp(arg, "pending"))
+				o->filter_mode = LISM_MODE_PENDING;
+			else
+				return fail(err, errlen, "--mode: '%s' is not shortcut, tcp or pending", arg);
+			break;
+		case OPT_ALL:
+			o->all_events = 1;
+			break;
+		case OPT_METRICS_ADDR:
+			if (strlen(arg) >= sizeof(o->metrics_addr) || !valid_listen_addr(arg))
+				return fail(err, errlen,
+					    "--metrics-addr: '%s' is not ADDR:PORT (e.g. 127.0.0.1:9435, [::1]:9435)",
+					    arg);
+			strcpy(o->metrics_addr, arg);
+			break;
+		case OPT_UNLOAD_ON_EXIT:
+			o->unload_on_exit = 1;
+			break;
 		case 'j':
 			o->json = 1;
+			break;
+		case 'w':
+			o->wide = 1;
 			break;
 		case 'v':
 			o->verbose = 1;
 			break;
 		case 'h':
 			o->cmd = LISM_CMD_HELP;
-			break;
+			return LISM_EXIT_OK;
 		}
 	}
-	if (optind < ac)
-		return fail(err, errlen, "%s: unexpected argument '%s'", cmdname, av[optind]);
-	return LISM_EXIT_OK;
+	return parse_positional(o, ac - optind, av + optind, err, errlen);
 }

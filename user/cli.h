@@ -23,6 +23,11 @@ enum lism_cmd {
 	LISM_CMD_LOAD,
 	LISM_CMD_UNLOAD,
 	LISM_CMD_STATUS,
+	LISM_CMD_CONNS,
+	LISM_CMD_STATS,
+	LISM_CMD_EVENTS,
+	LISM_CMD_RUN,
+	LISM_CMD_SET,
 	LISM_CMD_HELP,
 	LISM_CMD_VERSION,
 };
@@ -31,6 +36,21 @@ enum lism_cmd {
 #define LISM_MAX_CIDRS 64
 #define LISM_MAX_PORTS 64
 #define LISM_DEFAULT_UNLOAD_TIMEOUT 30
+#define LISM_DEFAULT_METRICS_ADDR "127.0.0.1:9435"
+
+enum lism_set_key {
+	LISM_SET_NONE = 0,
+	LISM_SET_ACTIVE,
+	LISM_SET_MAX_DMBS,
+};
+
+/* lism conns --mode */
+enum lism_mode_filter {
+	LISM_MODE_ANY = 0,
+	LISM_MODE_SHORTCUT,
+	LISM_MODE_TCP,
+	LISM_MODE_PENDING,
+};
 
 struct lism_cidr {
 	__u8 addr[16];       /* IPv6, or IPv4 as ::ffff:a.b.c.d */
@@ -55,7 +75,26 @@ struct lism_opts {
 	__u16 exclude_ports[LISM_MAX_PORTS];
 	int n_include_ports;
 	__u16 include_ports[LISM_MAX_PORTS];
+	/* conns */
+	int wide;
+	int filter_port;                 /* 0: any */
+	int filter_state;                /* BPF_TCP_* + 1, 0: any */
+	enum lism_mode_filter filter_mode;
+	/* stats */
+	int stats_reset;
+	/* events */
+	int all_events;
+	/* run */
+	char metrics_addr[64];
+	int unload_on_exit;
+	/* set */
+	enum lism_set_key set_key;
+	__u32 set_value;
 };
+
+/* "ESTAB", "SYN-SENT", ... (ss names) of a BPF_TCP_* state, and back (-1 unknown). */
+const char *lism_tcp_state_name(int state);
+int lism_tcp_state_code(const char *name);
 
 /*
  * Parse argv ("lism <command> [options]").  On error returns

@@ -8,7 +8,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "device.h"
+#include "log.h"
 #include "pins.h"
 
 static int open_pin(const char *dir, const char *name)
@@ -24,8 +26,8 @@ static int open_pin(const char *dir, const char *name)
 
 void lism_instance_close(struct lism_instance *in)
 {
-	int *fds[] = { &in->device_fd, &in->usage_fd, &in->dmbs_fd,
-		       &in->stats_fd,  &in->reasons_fd, &in->shortcut_fd };
+	int *fds[] = { &in->device_fd,  &in->usage_fd, &in->dmbs_fd,    &in->stats_fd,
+		       &in->reasons_fd, &in->sizes_fd, &in->shortcut_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0)
@@ -42,7 +44,8 @@ int lism_instance_open(struct lism_instance *in, const char *pin_path)
 	} maps[] = {
 		{ &in->device_fd, "device" }, { &in->usage_fd, "usage" },
 		{ &in->dmbs_fd, "dmbs" },     { &in->stats_fd, "stats" },
-		{ &in->reasons_fd, "reasons" }, { &in->shortcut_fd, "shortcut" },
+		{ &in->reasons_fd, "reasons" }, { &in->sizes_fd, "sizes" },
+		{ &in->shortcut_fd, "shortcut" },
 	};
 	int err;
 
@@ -109,30 +112,63 @@ int lism_percpu_sum(int fd, __u64 *out, unsigned int n)
 	return 0;
 }
 
+int lism_percpu_zero(int fd)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+	__u64 *zeros;
+	int err = 0;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	zeros = calloc(ncpu, sizeof(*zeros));
+	if (!zeros)
+		return -ENOMEM;
+	for (__u32 i = 0; i < info.max_entries && !err; i++)
+		if (bpf_map_update_elem(fd, &i, zeros, BPF_ANY))
+			err = -errno;
+	free(zeros);
+	return err;
+}
+
 static int count_confirmed(const struct lism_instance *in, __u32 capacity, __u32 *out)
 {
 	enum { CHUNK = 1024 };
-	static struct lism_dmb vals[CHUNK];
-	static __u32 keys[CHUNK];
+	struct lism_dmb *vals = malloc(CHUNK * sizeof(*vals));
+	__u32 *keys = malloc(CHUNK * sizeof(*keys));
 	__u32 batch = 0, n;
 	void *in_batch = NULL;
-	int err;
+	int err = 0;
 
 	*out = 0;
+	if (!vals || !keys) {
+		err = -ENOMEM;
+		goto out;
+	}
 	for (__u32 done = 0; done < capacity; done += n) {
 		n = CHUNK;
 		err = bpf_map_lookup_batch(in->dmbs_fd, in_batch, &batch, keys, vals, &n, NULL);
-		if (err && errno != ENOENT)
-			return -errno;
+		if (err && errno != ENOENT) {
+			err = -errno;
+			goto out;
+		}
 		for (__u32 i = 0; i < n; i++)
 			if (vals[i].token && vals[i].state == LISM_ST_CONFIRMED &&
 			    vals[i].role == LISM_ROLE_ACTIVE)
 				(*out)++;
-		if (err || !n) /* ENOENT: that was the last batch */
+		if (err || !n) { /* ENOENT: that was the last batch */
+			err = 0;
 			break;
+		}
 		in_batch = &batch;
 	}
-	return 0;
+out:
+	free(vals);
+	free(keys);
+	return err;
 }
 
 static int count_keys(int fd, __u32 *out)
@@ -165,6 +201,8 @@ int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
 	if (!err)
 		err = lism_percpu_sum(in->reasons_fd, s->reasons, LISM_R_MAX);
 	if (!err)
+		err = lism_percpu_sum(in->sizes_fd, s->sizes, LISM_HIST_BUCKETS);
+	if (!err)
 		err = count_confirmed(in, s->dev.capacity, &s->confirmed);
 	if (!err)
 		err = count_keys(in->shortcut_fd, &s->shortcut_sockets);
@@ -189,4 +227,56 @@ void lism_gid_format(const __u8 gid[16], char out[34])
 			*p++ = '-';
 		p += sprintf(p, "%02x", gid[i]);
 	}
+}
+
+int lism_cmd_set(const struct lism_opts *o)
+{
+	struct lism_instance in;
+	struct lism_device d;
+	int err, ret = LISM_EXIT_OK;
+
+	err = lism_instance_open(&in, o->pin_path);
+	if (err) {
+		lism_err("no lism instance at %s: %s", o->pin_path, strerror(-err));
+		return LISM_EXIT_STATE;
+	}
+	err = lism_device_read(&in, &d);
+	if (err || d.layout != LISM_LAYOUT_VERSION) {
+		lism_err("the pins at %s are not of this lism's layout", o->pin_path);
+		ret = LISM_EXIT_STATE;
+		goto out;
+	}
+	switch (o->set_key) {
+	case LISM_SET_ACTIVE:
+		d.active = (__u8)o->set_value;
+		break;
+	case LISM_SET_MAX_DMBS:
+		if (o->set_value > d.capacity) {
+			lism_err("max-dmbs %u is larger than the DMB table (%u entries)", o->set_value,
+				 d.capacity);
+			lism_hint("the table size is fixed at load: reload with --max-dmbs %u",
+				  o->set_value);
+			ret = LISM_EXIT_USAGE;
+			goto out;
+		}
+		d.max_dmbs = o->set_value;
+		break;
+	default:
+		ret = LISM_EXIT_USAGE;
+		goto out;
+	}
+	err = lism_device_write(&in, &d);
+	if (err) {
+		lism_err("writing the device failed: %s", strerror(-err));
+		ret = LISM_EXIT_FAIL;
+		goto out;
+	}
+	if (o->set_key == LISM_SET_ACTIVE)
+		printf("lism: active %s: new connections %s\n", d.active ? "on" : "off",
+		       d.active ? "may use the shortcut" : "stay on TCP; existing ones keep theirs");
+	else
+		printf("lism: max-dmbs %u\n", d.max_dmbs);
+out:
+	lism_instance_close(&in);
+	return ret;
 }

@@ -10,6 +10,7 @@
 #include <limits.h>
 
 #include "lism/abi.h"
+#include "lism/hist.h"
 #include "lism/reason.h"
 
 struct lism_instance {
@@ -19,6 +20,7 @@ struct lism_instance {
 	int dmbs_fd;
 	int stats_fd;
 	int reasons_fd;
+	int sizes_fd;
 	int shortcut_fd;
 };
 
@@ -27,6 +29,7 @@ struct lism_snapshot {
 	struct lism_usage usage;
 	__u64 stats[LISM_S_MAX];
 	__u64 reasons[LISM_R_MAX];
+	__u64 sizes[LISM_HIST_BUCKETS]; /* shortcut sends per size bucket */
 	__u32 confirmed;        /* connections with both ends CONFIRMED */
 	__u32 shortcut_sockets; /* sockets in the shortcut map */
 	int attached;           /* the cgroup link is pinned */
@@ -42,6 +45,12 @@ int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s);
 
 /* Sum of a per-CPU u64 array map's @n first entries into @out (0 where the map is shorter). */
 int lism_percpu_sum(int fd, __u64 *out, unsigned int n);
+/* Zero every entry of a per-CPU u64 array map. */
+int lism_percpu_zero(int fd);
+
+/* lism set active on|off, lism set max-dmbs N */
+struct lism_opts;
+int lism_cmd_set(const struct lism_opts *o);
 
 int lism_gid_generate(__u8 gid[16]);
 /* 32 hex digits, high half then low half, separated by '-' (34 bytes with NUL). */

@@ -264,6 +264,8 @@ int lism_cmd_load(const struct lism_opts *o)
 	err = pin_at(o->pin_path, LISM_PIN_PROG_MSG, pin_prog, skel->progs.lism_msg);
 	if (!err)
 		err = pin_at(o->pin_path, LISM_PIN_PROG_SOCKOPS, pin_prog, skel->progs.lism_sockops);
+	if (!err)
+		err = pin_at(o->pin_path, LISM_PIN_PROG_ITER, pin_prog, skel->progs.lism_iter_socks);
 	if (err) {
 		lism_err("pinning the programs failed: %s", strerror(-err));
 		goto cleanup;

@@ -6,6 +6,11 @@
 #include "lism/abi.h"
 #include "loader.h"
 #include "log.h"
+#include "conns.h"
+#include "daemon.h"
+#include "device.h"
+#include "events.h"
+#include "stats.h"
 #include "status.h"
 
 int main(int argc, char **argv)
@@ -27,6 +32,16 @@ int main(int argc, char **argv)
 		return lism_cmd_unload(&o);
 	case LISM_CMD_STATUS:
 		return lism_cmd_status(&o);
+	case LISM_CMD_CONNS:
+		return lism_cmd_conns(&o);
+	case LISM_CMD_STATS:
+		return lism_cmd_stats(&o);
+	case LISM_CMD_EVENTS:
+		return lism_cmd_events(&o);
+	case LISM_CMD_RUN:
+		return lism_cmd_run(&o);
+	case LISM_CMD_SET:
+		return lism_cmd_set(&o);
 	case LISM_CMD_VERSION:
 		printf("lism %s (layout %d)\n", LISM_VERSION, LISM_LAYOUT_VERSION);
 		return LISM_EXIT_OK;

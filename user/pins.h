@@ -4,6 +4,7 @@
  *   DIR/<map name>      every map, with BTF (bpftool map dump pinned ...)
  *   DIR/prog_sockops    the handshake program
  *   DIR/prog_msg        the data path program
+ *   DIR/prog_iter_socks the sockets iterator behind `lism conns`
  *   DIR/link_sockops    the cgroup attachment
  * DIR is --pin-path; several instances can coexist in different DIRs.
  */
@@ -14,6 +15,7 @@
 
 #define LISM_PIN_PROG_SOCKOPS "prog_sockops"
 #define LISM_PIN_PROG_MSG "prog_msg"
+#define LISM_PIN_PROG_ITER "prog_iter_socks"
 #define LISM_PIN_LINK_SOCKOPS "link_sockops"
 
 /* "@dir/@name" into @out; -ENAMETOOLONG if it does not fit. */

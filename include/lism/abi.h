@@ -116,6 +116,29 @@ struct lism_sk {
 	__u32 pad0;
 };
 
+/*
+ * One row of the sockets iterator (bpf_iter over every process's files): a
+ * socket lism knows, what lism keeps about it, what the kernel says about it
+ * now, and a process holding it.  A socket held by several processes (or
+ * fds) gives several rows with the same cookie.
+ */
+struct lism_sock_row {
+	struct lism_sk st;
+	__u64 cookie;        /* socket cookie */
+	__u32 pid;           /* tgid of a process holding it */
+	__u32 fd;
+	char comm[16];
+	__u8 laddr[16];      /* IPv6, or IPv4 as ::ffff:a.b.c.d */
+	__u8 raddr[16];
+	__u16 lport;         /* host order */
+	__u16 rport;
+	__u8 family;         /* AF_INET / AF_INET6 */
+	__u8 tcp_state;      /* BPF_TCP_* */
+	__u16 pad0;
+	__u32 unread;        /* bytes waiting in its shortcut receive queue */
+	__u32 pad1;
+};
+
 /* Scope map (LPM trie): which destinations may be local. */
 struct lism_scope_key {
 	__u32 prefixlen;     /* over the 128-bit address below */
@@ -129,6 +152,7 @@ enum lism_event_type {
 	LISM_EV_FALLBACK = 2,
 	LISM_EV_CLOSE = 3,
 	LISM_EV_LIMIT = 4, /* DMB limit hit */
+	LISM_EV_ABORT = 5, /* a shortcut connection end was reset or aborted */
 };
 
 struct lism_event {

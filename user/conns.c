@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conns.h"
+#include "format.h"
+#include "log.h"
+#include "pins.h"
+#include "reason.h"
+
+enum lism_conn_mode lism_conn_mode(const struct lism_conn *c, unsigned int *reason)
+{
+	const struct lism_sk *st = &c->row.st;
+
+	*reason = LISM_R_NONE;
+	if (c->has_me && c->me.state == LISM_ST_CONFIRMED)
+		return LISM_VIEW_SHORTCUT;
+	if (st->state == LISM_ST_FALLBACK) {
+		*reason = st->reason;
+		return LISM_VIEW_TCP;
+	}
+	if (st->state == LISM_ST_CLOSED)
+		return LISM_VIEW_CLOSED;
+	if (st->token && !c->has_me) {
+		/* joined, then the peer declined and released our entry */
+		*reason = LISM_R_PEER_DECLINED;
+		return LISM_VIEW_TCP;
+	}
+	return LISM_VIEW_PENDING;
+}
+
+void lism_conn_mode_str(const struct lism_conn *c, char *buf, size_t len)
+{
+	static const char *const names[] = { "shortcut", "tcp", "pending", "closed" };
+	unsigned int reason;
+	enum lism_conn_mode m = lism_conn_mode(c, &reason);
+
+	if (m == LISM_VIEW_TCP)
+		snprintf(buf, len, "tcp:%s", lism_reason_name(reason));
+	else
+		snprintf(buf, len, "%s", names[m]);
+}
+
+void lism_fmt_endpoint(const __u8 addr[16], __u16 port, char *buf, size_t len)
+{
+	static const __u8 v4prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	char a[INET6_ADDRSTRLEN];
+
+	if (!memcmp(addr, v4prefix, 12)) {
+		inet_ntop(AF_INET, addr + 12, a, sizeof(a));
+		snprintf(buf, len, "%s:%u", a, port);
+	} else {
+		inet_ntop(AF_INET6, addr, a, sizeof(a));
+		snprintf(buf, len, "[%s]:%u", a, port);
+	}
+}
+
+static const char *tx_name(__u8 tx)
+{
+	return tx == LISM_TX_SHORTCUT ? "shortcut" : tx == LISM_TX_SYNC ? "sync" : "tcp";
+}
+
+/* Consumer cursor now: everything received minus what is still unread. */
+static struct lism_cursor cons_now(const struct lism_conn *c)
+{
+	__u64 consumed = c->me.rx_bytes > c->row.unread ? c->me.rx_bytes - c->row.unread : 0;
+
+	return lism_cursor_at(consumed, c->me.dmb_size ? c->me.dmb_size : 1);
+}
+
+#define NARROW "%-10s %-21s %-21s %-16.16s %s"
+#define WIDE "%-10s %-23s %-23s %-22s %-8s %-16s %-16s %-8s %-14s %-14s %-10s %-12s %-12s %s"
+
+void lism_conn_header(int wide, char *buf, size_t len)
+{
+	if (wide)
+		snprintf(buf, len, WIDE, "State", "Local", "Peer", "Mode", "Tx", "Token", "PeerToken",
+			 "DMB", "Prod", "Cons", "Unread", "RxBytes", "TxBytes", "Process");
+	else
+		snprintf(buf, len, NARROW, "State", "Local", "Peer", "Mode", "PID");
+}
+
+void lism_conn_format(const struct lism_conn *c, int wide, char *buf, size_t len)
+{
+	char local[64], peer[64], mode[40], pid[32];
+
+	lism_fmt_endpoint(c->row.laddr, c->row.lport, local, sizeof(local));
+	lism_fmt_endpoint(c->row.raddr, c->row.rport, peer, sizeof(peer));
+	lism_conn_mode_str(c, mode, sizeof(mode));
+	if (!wide) {
+		snprintf(pid, sizeof(pid), "%u", c->row.pid);
+		snprintf(buf, len, NARROW, lism_tcp_state_name(c->row.tcp_state), local, peer, mode, pid);
+		return;
+	}
+	char tok[24] = "-", ptok[24] = "-", dmb[16] = "-", prod[32] = "-", cons[32] = "-";
+	char unread[24] = "-", rx[24] = "-", tx[24] = "-", proc[40];
+
+	if (c->row.st.token)
+		snprintf(tok, sizeof(tok), "%016llx", (unsigned long long)c->row.st.token);
+	if (c->row.st.peer_token)
+		snprintf(ptok, sizeof(ptok), "%016llx", (unsigned long long)c->row.st.peer_token);
+	if (c->has_me) {
+		struct lism_cursor cn = cons_now(c);
+
+		lism_fmt_bytes(c->me.dmb_size, dmb, sizeof(dmb));
+		snprintf(prod, sizeof(prod), "%u:%u", c->me.prod.wrap, c->me.prod.count);
+		snprintf(cons, sizeof(cons), "%u:%u", cn.wrap, cn.count);
+		snprintf(unread, sizeof(unread), "%u", c->row.unread);
+		snprintf(rx, sizeof(rx), "%llu", (unsigned long long)c->me.rx_bytes);
+	}
+	if (c->has_peer)
+		snprintf(tx, sizeof(tx), "%llu", (unsigned long long)c->peer.rx_bytes);
+	snprintf(proc, sizeof(proc), "%u/%s", c->row.pid, c->row.comm);
+	snprintf(buf, len, WIDE, lism_tcp_state_name(c->row.tcp_state), local, peer, mode,
+		 tx_name(c->row.st.tx), tok, ptok, dmb, prod, cons, unread, rx, tx, proc);
+}
+
+static struct json_object *jcursor(struct lism_cursor cur)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "wrap", json_object_new_uint64(cur.wrap));
+	json_object_object_add(o, "count", json_object_new_uint64(cur.count));
+	return o;
+}
+
+static struct json_object *jendpoint(const __u8 addr[16], __u16 port)
+{
+	char buf[64], *colon;
+	struct json_object *o = json_object_new_object();
+
+	lism_fmt_endpoint(addr, port, buf, sizeof(buf));
+	colon = strrchr(buf, ':');
+	*colon = '\0';
+	if (buf[0] == '[') { /* [v6] */
+		buf[strlen(buf) - 1] = '\0';
+		json_object_object_add(o, "addr", json_object_new_string(buf + 1));
+	} else {
+		json_object_object_add(o, "addr", json_object_new_string(buf));
+	}
+	json_object_object_add(o, "port", json_object_new_int(port));
+	return o;
+}
+
+static struct json_object *jtoken(__u64 t)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%016llx", (unsigned long long)t);
+	return json_object_new_string(buf);
+}
+
+struct json_object *lism_conn_json(const struct lism_conn *c)
+{
+	struct json_object *o = json_object_new_object();
+	unsigned int reason;
+	enum lism_conn_mode m = lism_conn_mode(c, &reason);
+	static const char *const modes[] = { "shortcut", "tcp", "pending", "closed" };
+	static const char *const roles[] = { "none", "active", "passive", "listener" };
+
+	json_object_object_add(o, "state", json_object_new_string(lism_tcp_state_name(c->row.tcp_state)));
+	json_object_object_add(o, "local", jendpoint(c->row.laddr, c->row.lport));
+	json_object_object_add(o, "peer", jendpoint(c->row.raddr, c->row.rport));
+	json_object_object_add(o, "mode", json_object_new_string(modes[m]));
+	json_object_object_add(o, "reason", json_object_new_string(lism_reason_name(reason)));
+	json_object_object_add(o, "reason_code", json_object_new_int((int)reason));
+	json_object_object_add(o, "role", json_object_new_string(roles[c->row.st.role & 3]));
+	json_object_object_add(o, "tx", json_object_new_string(tx_name(c->row.st.tx)));
+	json_object_object_add(o, "token", jtoken(c->row.st.token));
+	json_object_object_add(o, "peer_token", jtoken(c->row.st.peer_token));
+	json_object_object_add(o, "unread", json_object_new_uint64(c->row.unread));
+	if (c->has_me) {
+		json_object_object_add(o, "dmb_size", json_object_new_uint64(c->me.dmb_size));
+		json_object_object_add(o, "prod", jcursor(c->me.prod));
+		json_object_object_add(o, "cons", jcursor(cons_now(c)));
+		json_object_object_add(o, "rx_bytes", json_object_new_uint64(c->me.rx_bytes));
+		json_object_object_add(o, "rx_msgs", json_object_new_uint64(c->me.rx_msgs));
+		json_object_object_add(o, "tx_tcp_bytes", json_object_new_uint64(c->me.tx_tcp_bytes));
+	}
+	if (c->has_peer)
+		json_object_object_add(o, "tx_bytes", json_object_new_uint64(c->peer.rx_bytes));
+	json_object_object_add(o, "pid", json_object_new_uint64(c->row.pid));
+	json_object_object_add(o, "comm", json_object_new_string(c->row.comm));
+	json_object_object_add(o, "fd", json_object_new_uint64(c->row.fd));
+	json_object_object_add(o, "cookie", json_object_new_uint64(c->row.cookie));
+	return o;
+}
+
+int lism_conn_matches(const struct lism_conn *c, const struct lism_opts *o)
+{
+	unsigned int reason;
+	enum lism_conn_mode m = lism_conn_mode(c, &reason);
+
+	if (o->filter_port && c->row.lport != o->filter_port && c->row.rport != o->filter_port)
+		return 0;
+	if (o->filter_state && c->row.tcp_state != o->filter_state - 1)
+		return 0;
+	switch (o->filter_mode) {
+	case LISM_MODE_ANY:
+		return 1;
+	case LISM_MODE_SHORTCUT:
+		return m == LISM_VIEW_SHORTCUT;
+	case LISM_MODE_TCP:
+		return m == LISM_VIEW_TCP;
+	case LISM_MODE_PENDING:
+		return m == LISM_VIEW_PENDING;
+	}
+	return 1;
+}
+
+static int by_ports(const void *a, const void *b)
+{
+	const struct lism_conn *x = a, *y = b;
+
+	if (x->row.lport != y->row.lport)
+		return x->row.lport - y->row.lport;
+	if (x->row.rport != y->row.rport)
+		return x->row.rport - y->row.rport;
+	return x->row.cookie < y->row.cookie ? -1 : x->row.cookie > y->row.cookie;
+}
+
+static int by_cookie(const void *a, const void *b)
+{
+	const struct lism_sock_row *x = a, *y = b;
+
+	return x->cookie < y->cookie ? -1 : x->cookie > y->cookie;
+}
+
+static int read_entry(int fd, __u64 token, struct lism_dmb *e)
+{
+	__u32 slot = (__u32)token;
+
+	return token && !bpf_map_lookup_elem(fd, &slot, e) && e->token == token;
+}
+
+/* Run the sockets iterator once: every row, possibly several per socket. */
+static int run_iterator(const char *pin_path, struct lism_sock_row **rows, size_t *n)
+{
+	char path[PATH_MAX];
+	size_t cap = 256;
+	int prog = -1, link = -1, it = -1, err = 0;
+	ssize_t r;
+
+	*n = 0;
+	*rows = malloc(cap * sizeof(**rows));
+	if (!*rows)
+		return -ENOMEM;
+	if (lism_pin_join(path, sizeof(path), pin_path, LISM_PIN_PROG_ITER))
+		return -ENAMETOOLONG;
+	prog = bpf_obj_get(path);
+	if (prog < 0) {
+		err = -errno;
+		goto out;
+	}
+	link = bpf_link_create(prog, 0, BPF_TRACE_ITER, NULL);
+	if (link < 0) {
+		err = -errno;
+		goto out;
+	}
+	it = bpf_iter_create(link);
+	if (it < 0) {
+		err = -errno;
+		goto out;
+	}
+	for (;;) {
+		if (*n == cap) {
+			struct lism_sock_row *bigger = realloc(*rows, 2 * cap * sizeof(**rows));
+
+			if (!bigger) {
+				err = -ENOMEM;
+				goto out;
+			}
+			*rows = bigger;
+			cap *= 2;
+		}
+		r = read(it, &(*rows)[*n], sizeof(**rows));
+		if (r == 0)
+			break;
+		if (r != sizeof(**rows)) {
+			err = r < 0 ? -errno : -EIO;
+			goto out;
+		}
+		(*n)++;
+	}
+out:
+	if (it >= 0)
+		close(it);
+	if (link >= 0)
+		close(link);
+	if (prog >= 0)
+		close(prog);
+	return err;
+}
+
+int lism_conns_collect(const struct lism_instance *in, struct lism_conn **out, size_t *n)
+{
+	struct lism_sock_row *rows;
+	struct lism_conn *conns;
+	size_t nrows, k = 0;
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	err = run_iterator(in->pin_path, &rows, &nrows);
+	if (err) {
+		free(rows);
+		return err;
+	}
+	conns = calloc(nrows ? nrows : 1, sizeof(*conns));
+	if (!conns) {
+		free(rows);
+		return -ENOMEM;
+	}
+	qsort(rows, nrows, sizeof(*rows), by_cookie);
+	for (size_t i = 0; i < nrows; i++) {
+		if (i && rows[i].cookie == rows[i - 1].cookie)
+			continue; /* the same socket in another fd or process */
+		conns[k].row = rows[i];
+		conns[k].has_me = read_entry(in->dmbs_fd, rows[i].st.token, &conns[k].me);
+		conns[k].has_peer = read_entry(in->dmbs_fd, rows[i].st.peer_token, &conns[k].peer);
+		k++;
+	}
+	free(rows);
+	qsort(conns, k, sizeof(*conns), by_ports);
+	*out = conns;
+	*n = k;
+	return 0;
+}
+
+int lism_cmd_conns(const struct lism_opts *o)
+{
+	struct lism_instance in;
+	struct lism_conn *conns;
+	char line[512];
+	size_t n;
+	int err;
+
+	err = lism_instance_open(&in, o->pin_path);
+	if (err) {
+		lism_err("no lism instance at %s: %s", o->pin_path, strerror(-err));
+		return LISM_EXIT_STATE;
+	}
+	err = lism_conns_collect(&in, &conns, &n);
+	lism_instance_close(&in);
+	if (err) {
+		lism_err("reading the connections failed: %s", strerror(-err));
+		if (err == -ENOENT)
+			lism_hint("the instance predates 'lism conns'; reload it");
+		return LISM_EXIT_FAIL;
+	}
+	if (o->json) {
+		struct json_object *arr = json_object_new_array();
+
+		for (size_t i = 0; i < n; i++)
+			if (lism_conn_matches(&conns[i], o))
+				json_object_array_add(arr, lism_conn_json(&conns[i]));
+		puts(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN));
+		json_object_put(arr);
+	} else {
+		lism_conn_header(o->wide, line, sizeof(line));
+		puts(line);
+		for (size_t i = 0; i < n; i++) {
+			if (!lism_conn_matches(&conns[i], o))
+				continue;
+			lism_conn_format(&conns[i], o->wide, line, sizeof(line));
+			puts(line);
+		}
+	}
+	free(conns);
+	return LISM_EXIT_OK;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* lism conns: one row per connection end, like smcss -D. */
+#ifndef LISM_CONNS_H
+#define LISM_CONNS_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+#include "cli.h"
+#include "device.h"
+
+enum lism_conn_mode {
+	LISM_VIEW_SHORTCUT, /* confirmed: sends take the shortcut (or wait in SYNC) */
+	LISM_VIEW_TCP,      /* fell back, with a reason */
+	LISM_VIEW_PENDING,  /* handshake not finished */
+	LISM_VIEW_CLOSED,
+};
+
+struct lism_conn {
+	struct lism_sock_row row; /* from the sockets iterator */
+	struct lism_dmb me;       /* own DMB entry, if has_me */
+	struct lism_dmb peer;     /* the peer's, if has_peer */
+	int has_me, has_peer;
+};
+
+enum lism_conn_mode lism_conn_mode(const struct lism_conn *c, unsigned int *reason);
+/* "shortcut", "tcp:peer-no-lism", "pending", "closed" */
+void lism_conn_mode_str(const struct lism_conn *c, char *buf, size_t len);
+/* "127.0.0.1:80" or "[::1]:80" */
+void lism_fmt_endpoint(const __u8 addr[16], __u16 port, char *buf, size_t len);
+/* header and row, under 80 columns unless @wide */
+void lism_conn_header(int wide, char *buf, size_t len);
+void lism_conn_format(const struct lism_conn *c, int wide, char *buf, size_t len);
+struct json_object *lism_conn_json(const struct lism_conn *c);
+int lism_conn_matches(const struct lism_conn *c, const struct lism_opts *o);
+
+/* Every socket lism knows, once each (sorted by ports).  Caller frees *out. */
+int lism_conns_collect(const struct lism_instance *in, struct lism_conn **out, size_t *n);
+
+int lism_cmd_conns(const struct lism_opts *o);
+
+#endif

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "metrics.h"
+#include "reason.h"
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void gauge(FILE *f, const char *name, const char *help, double v)
+{
+	family(f, name, "gauge", help);
+	fprintf(f, "%s %.17g\n", name, v);
+}
+
+static void counter(FILE *f, const char *name, const char *help, __u64 v)
+{
+	family(f, name, "counter", help);
+	fprintf(f, "%s %llu\n", name, (unsigned long long)v);
+}
+
+void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *version)
+{
+	const __u64 *st = s->stats;
+	char gid[34];
+	__u64 cum = 0;
+
+	lism_gid_format(s->dev.gid, gid);
+	family(f, "lism_build_info", "gauge", "Build of the lism control plane serving these metrics.");
+	fprintf(f, "lism_build_info{version=\"%s\",layout=\"%u\"} 1\n", version, LISM_LAYOUT_VERSION);
+	family(f, "lism_device_info", "gauge", "The loopback-ism device: name, GID and CHID.");
+	fprintf(f, "lism_device_info{name=\"%s\",gid=\"%s\",chid=\"0x%04x\"} 1\n", LISM_DEVICE_NAME, gid,
+		s->dev.chid);
+	gauge(f, "lism_active", "1 if new connections may use the shortcut.", s->dev.active);
+	gauge(f, "lism_attached", "1 if the handshake program is attached to its cgroup.", s->attached);
+	gauge(f, "lism_dmbs_in_use", "DMBs (connection ends) in use.", (double)s->usage.dmbs_in_use);
+	gauge(f, "lism_dmbs_max", "Limit on DMBs in use (--max-dmbs).", s->dev.max_dmbs);
+	gauge(f, "lism_dmbs_high_water", "Most DMBs in use at once since load.", (double)s->usage.dmbs_hwm);
+	gauge(f, "lism_dmb_pressure_ratio", "DMBs in use / max; at 1 new connections fall back.",
+	      s->dev.max_dmbs ? (double)s->usage.dmbs_in_use / s->dev.max_dmbs : 0);
+	gauge(f, "lism_dmb_size_bytes", "Unread bytes one end may hold before its peer's sends go over TCP.",
+	      s->dev.dmb_size);
+	gauge(f, "lism_connections_confirmed", "Connections using the shortcut now.", s->confirmed);
+	gauge(f, "lism_shortcut_sockets", "Sockets in the shortcut map.", s->shortcut_sockets);
+	counter(f, "lism_proposals_sent_total", "SYNs that carried the lism option.",
+		st[LISM_S_PROPOSALS_SENT]);
+	counter(f, "lism_proposals_received_total", "SYNs with the lism option seen by a listener.",
+		st[LISM_S_PROPOSALS_RECV]);
+	counter(f, "lism_accepts_sent_total", "SYN-ACKs that carried the lism option.",
+		st[LISM_S_ACCEPTS_SENT]);
+	counter(f, "lism_accepts_received_total", "SYN-ACKs with the lism option seen by a client.",
+		st[LISM_S_ACCEPTS_RECV]);
+	counter(f, "lism_confirms_total", "Connections confirmed onto the shortcut.", st[LISM_S_CONFIRMS]);
+	counter(f, "lism_closes_total", "DMBs released by a close.", st[LISM_S_CLOSES]);
+	family(f, "lism_fallbacks_total", "counter", "Connection ends that stayed on TCP, by reason.");
+	for (unsigned int r = 1; r < LISM_R_MAX; r++)
+		fprintf(f, "lism_fallbacks_total{reason=\"%s\",code=\"%u\"} %llu\n", lism_reason_name(r), r,
+			(unsigned long long)s->reasons[r]);
+	counter(f, "lism_shortcut_bytes_total", "Bytes sent through the shortcut.", st[LISM_S_SC_BYTES]);
+	counter(f, "lism_shortcut_sends_total", "Sends redirected through the shortcut.", st[LISM_S_SC_MSGS]);
+	counter(f, "lism_tcp_sends_total", "Sends of paired sockets that went over TCP.", st[LISM_S_TCP_MSGS]);
+	counter(f, "lism_tcp_bytes_total",
+		"Bytes of paired sockets sent over TCP (a lower bound, see docs/maps.md).",
+		st[LISM_S_TCP_BYTES]);
+	counter(f, "lism_sync_holds_total", "Sends kept on TCP until the peer read earlier TCP bytes.",
+		st[LISM_S_SYNC_HOLDS]);
+	counter(f, "lism_dmb_full_total", "Sends kept on TCP because the peer's DMB was full.",
+		st[LISM_S_DMB_FULL]);
+	counter(f, "lism_redirect_misses_total", "Sends whose peer was not in the shortcut map.",
+		st[LISM_S_REDIRECT_MISS]);
+	counter(f, "lism_events_lost_total", "Lifecycle events dropped because the ring buffer was full.",
+		st[LISM_S_EVENTS_LOST]);
+	family(f, "lism_shortcut_send_size_bytes", "histogram", "Sizes of sends through the shortcut.");
+	for (unsigned int b = 0; b < LISM_HIST_BUCKETS; b++) {
+		cum += s->sizes[b];
+		if (b < LISM_HIST_BUCKETS - 1)
+			fprintf(f, "lism_shortcut_send_size_bytes_bucket{le=\"%llu\"} %llu\n",
+				(unsigned long long)lism_hist_bound(b), (unsigned long long)cum);
+		else
+			fprintf(f, "lism_shortcut_send_size_bytes_bucket{le=\"+Inf\"} %llu\n",
+				(unsigned long long)cum);
+	}
+	fprintf(f, "lism_shortcut_send_size_bytes_sum %llu\n", (unsigned long long)st[LISM_S_SC_BYTES]);
+	fprintf(f, "lism_shortcut_send_size_bytes_count %llu\n", (unsigned long long)cum);
+}
