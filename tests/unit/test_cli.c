@@ -55,6 +55,38 @@ Test(cli, load_options)
 	cr_assert(o.allow_blocking);
 }
 
+Test(cli, operator_commands)
+{
+	struct lism_opts o;
+	char err[256];
+
+	cr_assert_eq(parse("set active off", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.set_key, LISM_SET_ACTIVE);
+	cr_assert_eq(o.set_value, 0);
+	cr_assert_eq(parse("set max-dmbs 64 --pin-path /sys/fs/bpf/x", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.set_key, LISM_SET_MAX_DMBS);
+	cr_assert_eq(o.set_value, 64);
+	cr_assert_eq(parse("stats reset", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert(o.stats_reset);
+	cr_assert_eq(parse("stats -j", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_not(o.stats_reset);
+	cr_assert_eq(parse("conns -w --port 80 --state close-wait --mode tcp -j", &o, err), LISM_EXIT_OK,
+		     "%s", err);
+	cr_assert(o.wide && o.json);
+	cr_assert_eq(o.filter_port, 80);
+	cr_assert_eq(o.filter_state, 8 + 1);
+	cr_assert_eq(o.filter_mode, LISM_MODE_TCP);
+	cr_assert_eq(parse("events -j --all", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert(o.all_events);
+	cr_assert_eq(parse("run --metrics-addr [::1]:9000 --unload-on-exit --max-dmbs 9", &o, err),
+		     LISM_EXIT_OK, "%s", err);
+	cr_assert_str_eq(o.metrics_addr, "[::1]:9000");
+	cr_assert(o.unload_on_exit);
+	cr_assert_eq(o.max_dmbs, 9);
+	cr_assert_eq(parse("run", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_str_eq(o.metrics_addr, "127.0.0.1:9435");
+}
+
 Test(cli, port_policy)
 {
 	struct lism_opts o;
@@ -114,6 +146,21 @@ Test(cli, rejects_invalid_input)
 		{ "load --exclude-port http", "--exclude-port" },
 		{ "load --include-port -1", "--include-port" },
 		{ "status --exclude-port 80", "does not apply" },
+		{ "set", "expected 'active on|off'" },
+		{ "set active maybe", "not on or off" },
+		{ "set max-dmbs 0", "max-dmbs" },
+		{ "set max-dmbs -1", "unknown option" },
+		{ "set speed 11", "unknown setting 'speed'" },
+		{ "stats zero", "only 'reset'" },
+		{ "conns --port 0", "--port" },
+		{ "conns --state LISTENING", "--state" },
+		{ "conns --mode fast", "--mode" },
+		{ "run --metrics-addr localhost:9435", "--metrics-addr" },
+		{ "run --metrics-addr 127.0.0.1", "--metrics-addr" },
+		{ "run --metrics-addr 127.0.0.1:0", "--metrics-addr" },
+		{ "run --metrics-addr [::1]:99999", "--metrics-addr" },
+		{ "events --port 80", "does not apply" },
+		{ "status -w", "does not apply" },
 	};
 	struct lism_opts o;
 	char err[256];

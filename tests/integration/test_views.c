@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Operator views against live connections: conns, stats, events, run (/metrics), set. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "harness.h"
+#include "traffic.h"
+
+static struct env e;
+static pid_t child = -1;
+
+static void down(void)
+{
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		child = -1;
+	}
+	env_down(&e);
+}
+
+TestSuite(views, .fini = down, .timeout = 90);
+
+static struct json_object *lism_json(const char *args)
+{
+	static char out[1 << 20];
+	struct json_object *j;
+
+	cr_assert_eq(lism_out(&e, args, out, sizeof(out)), 0, "lism %s: %s", args, out);
+	j = json_tokener_parse(out);
+	cr_assert_not_null(j, "lism %s printed no JSON: %s", args, out);
+	return j;
+}
+
+static __u64 jnum(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	cr_assert(json_object_object_get_ex(o, key, &v), "no '%s' in %s", key,
+		  json_object_to_json_string(o));
+	return json_object_get_uint64(v);
+}
+
+static const char *jstr(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	cr_assert(json_object_object_get_ex(o, key, &v), "no '%s'", key);
+	return json_object_get_string(v);
+}
+
+static __u64 jcursor_count(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	cr_assert(json_object_object_get_ex(o, key, &v), "no '%s'", key);
+	return jnum(v, "count") + jnum(v, "wrap") * (__u64)jnum(o, "dmb_size");
+}
+
+/* The row of `lism conns -j` whose local port is @port. */
+static struct json_object *row_by_port(struct json_object *arr, int port)
+{
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		struct json_object *r = json_object_array_get_idx(arr, i), *l;
+
+		json_object_object_get_ex(r, "local", &l);
+		if ((int)jnum(l, "port") == port)
+			return r;
+	}
+	cr_assert_fail("no row with local port %d", port);
+	return NULL;
+}
+
+static int local_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	getsockname(fd, (struct sockaddr *)&ss, &len);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+Test(views, conns_pairs_tokens_and_moves_cursors)
+{
+	struct json_object *arr, *a, *b;
+	int c, s;
+
+	require_root();
+	env_up(&e, "--dmb-size 64K");
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	cr_assert_eq(send_all(c, 1, 0, 100000), 0); /* 100000 into a 64K DMB: wraps once */
+	cr_assert_eq(recv_check(s, 1, 0, 60000, 5000), 0);
+
+	arr = lism_json("conns -j");
+	cr_assert_eq(json_object_array_length(arr), 2, "%s", json_object_to_json_string(arr));
+	a = row_by_port(arr, local_port(c));
+	b = row_by_port(arr, local_port(s));
+	cr_assert_str_eq(jstr(a, "mode"), "shortcut");
+	cr_assert_str_eq(jstr(b, "mode"), "shortcut");
+	cr_assert_str_eq(jstr(a, "token"), jstr(b, "peer_token"));
+	cr_assert_str_eq(jstr(b, "token"), jstr(a, "peer_token"));
+	cr_assert_str_eq(jstr(a, "role"), "active");
+	cr_assert_str_eq(jstr(b, "role"), "passive");
+	cr_assert_eq(jnum(b, "rx_bytes"), 100000);
+	cr_assert_eq(jnum(a, "tx_bytes"), 100000);
+	cr_assert_eq(jcursor_count(b, "prod"), 100000, "producer cursor");
+	cr_assert_eq(jcursor_count(b, "cons"), 60000, "consumer cursor");
+	cr_assert_eq(jnum(b, "unread"), 40000);
+	cr_assert_eq(jnum(b, "pid"), (__u64)getpid());
+	json_object_put(arr);
+
+	cr_assert_eq(recv_check(s, 1, 60000, 40000, 5000), 0);
+	cr_assert_eq(send_all(c, 1, 100000, 5000), 0);
+	arr = lism_json("conns -j --mode shortcut");
+	b = row_by_port(arr, local_port(s));
+	cr_assert_eq(jcursor_count(b, "prod"), 105000, "producer cursor did not move");
+	cr_assert_eq(jcursor_count(b, "cons"), 100000, "consumer cursor did not move");
+	json_object_put(arr);
+
+	char out[8192];
+
+	cr_assert_eq(lism_out(&e, "conns", out, sizeof(out)), 0);
+	cr_assert(strstr(out, "shortcut") && strstr(out, "ESTAB"), "%s", out);
+	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
+		cr_assert_lt(strlen(line), 80, "narrow line too wide: %s", line);
+	close(c);
+	close(s);
+}
+
+Test(views, conns_shows_the_fallback_reason)
+{
+	struct json_object *arr, *r;
+	int port = 0, l, c, s;
+
+	require_root();
+	env_up(&e, NULL);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1); /* not under lism */
+	env_enter(&e);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	s = tcp_accept(l, 1, 5000);
+	arr = lism_json("conns -j --mode tcp");
+	cr_assert_eq(json_object_array_length(arr), 1);
+	r = json_object_array_get_idx(arr, 0);
+	cr_assert_str_eq(jstr(r, "mode"), "tcp");
+	cr_assert_str_eq(jstr(r, "reason"), "peer-no-lism");
+	cr_assert_eq(jnum(r, "reason_code"), LISM_R_PEER_NO_LISM);
+	json_object_put(arr);
+	arr = lism_json("conns -j --mode shortcut");
+	cr_assert_eq(json_object_array_length(arr), 0);
+	json_object_put(arr);
+	close(c);
+	close(s);
+	close(l);
+}
+
+Test(views, stats_move_by_the_bytes_sent)
+{
+	struct json_object *before, *after, *sizes;
+	int c, s;
+
+	require_root();
+	env_up(&e, NULL);
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	before = lism_json("stats -j");
+	for (int i = 0; i < 10; i++) { /* 40 bytes (bucket <= 64 B), then 960 (<= 1 KiB) */
+		cr_assert_eq(send_all(c, 2, i * 1000, 40), 0);
+		cr_assert_eq(send_all(c, 2, i * 1000 + 40, 960), 0);
+	}
+	after = lism_json("stats -j");
+	cr_assert_eq(jnum(after, "shortcut_bytes") - jnum(before, "shortcut_bytes"), 10 * 1000);
+	cr_assert_eq(jnum(after, "shortcut_msgs") - jnum(before, "shortcut_msgs"), 20);
+	cr_assert_eq(jnum(after, "confirms"), 1);
+	cr_assert(json_object_object_get_ex(after, "message_sizes", &sizes));
+	cr_assert_eq(jnum(json_object_array_get_idx(sizes, 0), "count"), 10, "40-byte sends");
+	cr_assert_eq(jnum(json_object_array_get_idx(sizes, 4), "count"), 10, "960-byte sends");
+	json_object_put(before);
+	json_object_put(after);
+
+	cr_assert_eq(lism(&e, "stats reset"), 0);
+	after = lism_json("stats -j");
+	cr_assert_eq(jnum(after, "shortcut_bytes"), 0);
+	cr_assert_eq(jnum(after, "confirms"), 0);
+	cr_assert_eq(jnum(after, "dmbs_in_use"), 2, "reset must not touch the DMB table");
+	json_object_put(after);
+	close(c);
+	close(s);
+}
+
+/* Start build/lism with @args (and --pin-path); its stdout comes back on *out. */
+static pid_t spawn_lism(const char *args, int *out)
+{
+	int p[2];
+	pid_t pid;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char cmd[8192];
+
+		dup2(p[1], 1);
+		snprintf(cmd, sizeof(cmd), "exec \"$LISM_BIN\" %s --pin-path %s", args, e.pin);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	*out = p[0];
+	return pid;
+}
+
+/* Read from @fd until @needle shows up in the accumulated text (or timeout). */
+static int wait_for(int fd, char *buf, size_t len, const char *needle, int ms)
+{
+	size_t n = strlen(buf);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	for (int waited = 0; !strstr(buf, needle); waited += 50) {
+		if (waited > ms)
+			return 0;
+		if (poll(&p, 1, 50) == 1) {
+			ssize_t r = read(fd, buf + n, len - 1 - n);
+
+			if (r <= 0)
+				return strstr(buf, needle) != NULL;
+			n += r;
+			buf[n] = '\0';
+		}
+	}
+	return 1;
+}
+
+Test(views, events_json_delivers_confirm_and_close)
+{
+	char buf[65536] = "", tok[32];
+	int c, s, out;
+
+	require_root();
+	env_up(&e, NULL);
+	child = spawn_lism("events -j", &out);
+	usleep(300000); /* let it open the ring buffer */
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	cr_assert(wait_for(out, buf, sizeof(buf), "\"type\":\"confirm\"", 3000), "no confirm: %s", buf);
+	close(c);
+	close(s);
+	cr_assert(wait_for(out, buf, sizeof(buf), "\"type\":\"close\"", 3000), "no close: %s", buf);
+	/* every line is JSON, and the close names the confirmed token */
+	struct json_object *first = NULL;
+	int closes = 0;
+
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		struct json_object *j = json_tokener_parse(line);
+
+		cr_assert_not_null(j, "not JSON: %s", line);
+		if (!strcmp(jstr(j, "type"), "confirm") && !first)
+			first = j;
+		else if (!strcmp(jstr(j, "type"), "close")) {
+			closes++;
+			json_object_put(j);
+		} else {
+			json_object_put(j);
+		}
+	}
+	cr_assert_not_null(first);
+	snprintf(tok, sizeof(tok), "%s", jstr(first, "token"));
+	cr_assert(strstr(tok, "0x") == tok);
+	json_object_put(first);
+	kill(child, SIGTERM);
+	int st;
+
+	waitpid(child, &st, 0);
+	child = -1;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "events did not exit cleanly on SIGTERM");
+}
+
+static int curl(const char *url, char *out, size_t len)
+{
+	char cmd[512];
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "curl -s -o - -w '\\n%%{http_code}' %s", url);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (n + 1 < len) {
+		size_t r = fread(out + n, 1, len - 1 - n, p);
+
+		if (!r)
+			break;
+		n += r;
+	}
+	out[n] = '\0';
+	st = pclose(p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "curl %s failed", url);
+	return atoi(strrchr(out, '\n') + 1);
+}
+
+static double metric(const char *text, const char *series)
+{
+	char needle[256];
+	const char *p;
+
+	snprintf(needle, sizeof(needle), "\n%s ", series);
+	p = strstr(text, needle);
+	cr_assert_not_null(p, "no %s in /metrics", series);
+	return strtod(p + strlen(needle), NULL);
+}
+
+Test(views, run_serves_metrics_and_stops_on_sigterm)
+{
+	char buf[8192] = "", body[1 << 16], args[PATH_MAX + 128], url[128];
+	int out, st, c, s, port = 29000 + getpid() % 1000;
+
+	require_root();
+	env_up(&e, NULL);
+	/* the daemon adopts the instance env_up loaded */
+	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d", port);
+	child = spawn_lism(args, &out);
+	cr_assert(wait_for(out, buf, sizeof(buf), "running", 5000), "daemon did not start: %s", buf);
+	cr_assert(strstr(buf, "adopting"), "%s", buf);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", port);
+	cr_assert_eq(curl(url, body, sizeof(body)), 200, "%s", body);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+	cr_assert_eq(curl(url, body, sizeof(body)), 200);
+	/* present from the first scrape */
+	cr_assert_eq(metric(body, "lism_confirms_total"), 0);
+	cr_assert_eq(metric(body, "lism_fallbacks_total{reason=\"max-dmb\",code=\"4\"}"), 0);
+	cr_assert_eq(metric(body, "lism_active"), 1);
+
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	cr_assert_eq(send_all(c, 3, 0, 12345), 0);
+	cr_assert_eq(recv_check(s, 3, 0, 12345, 5000), 0);
+	env_leave(&e);
+	cr_assert_eq(curl(url, body, sizeof(body)), 200);
+	cr_assert_eq(metric(body, "lism_confirms_total"), 1);
+	cr_assert_eq(metric(body, "lism_shortcut_bytes_total"), 12345);
+	cr_assert_eq(metric(body, "lism_connections_confirmed"), 1);
+	cr_assert_eq(metric(body, "lism_dmbs_in_use"), 2);
+	cr_assert(wait_for(out, buf, sizeof(buf), "confirm", 3000), "the daemon logged no event: %s", buf);
+
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	child = -1;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+	cr_assert(wait_for(out, buf, sizeof(buf), "left loaded", 1000), "%s", buf);
+	close(out);
+	/* still loaded, still carrying the connection */
+	cr_assert_eq(send_all(c, 3, 12345, 1000), 0);
+	cr_assert_eq(recv_check(s, 3, 12345, 1000, 5000), 0);
+	close(c);
+	close(s);
+	cr_assert_eq(wait_drained(&e, 3000), 0);
+
+	/* --unload-on-exit takes everything down */
+	buf[0] = '\0';
+	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d --unload-on-exit", port);
+	child = spawn_lism(args, &out);
+	cr_assert(wait_for(out, buf, sizeof(buf), "running", 5000), "%s", buf);
+	kill(child, SIGINT);
+	waitpid(child, &st, 0);
+	child = -1;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+	cr_assert_eq(access(e.pin, F_OK), -1, "--unload-on-exit left the pins");
+	e.loaded = 0;
+	close(out);
+}
+
+Test(views, set_active_off_keeps_existing_shortcuts)
+{
+	struct lism_snapshot st;
+	int c, s, c2, s2, c3, s3;
+
+	require_root();
+	env_up(&e, "--max-dmbs 10");
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	cr_assert_eq(lism(&e, "set active off"), 0);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
+	snap(&e, &st);
+	cr_assert_eq(st.reasons[LISM_R_INACTIVE], 1, "the new connection did not fall back");
+	cr_assert_eq(st.confirmed, 1);
+	cr_assert_eq(send_all(c, 4, 0, 5000), 0);
+	cr_assert_eq(recv_check(s, 4, 0, 5000, 5000), 0);
+	snap(&e, &st);
+	cr_assert_eq(st.stats[LISM_S_SC_BYTES], 5000, "the existing connection lost its shortcut");
+	cr_assert_eq(lism(&e, "set active on"), 0);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c3, &s3);
+	snap(&e, &st);
+	cr_assert_eq(st.confirmed, 2);
+
+	cr_assert_eq(lism(&e, "set max-dmbs 11"), LISM_EXIT_USAGE, "beyond the table size");
+	cr_assert_eq(lism(&e, "set max-dmbs 4"), 0);
+	snap(&e, &st);
+	cr_assert_eq(st.dev.max_dmbs, 4);
+	close(c);
+	close(s);
+	close(c2);
+	close(s2);
+	close(c3);
+	close(s3);
+}

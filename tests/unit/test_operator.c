@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Operator views, without a kernel: rows, JSON, histogram, events, metrics text. */
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "conns.h"
+#include "events.h"
+#include "lism/hist.h"
+#include "metrics.h"
+#include "reason.h"
+#include "stats.h"
+
+static void v4(__u8 out[16], unsigned a, unsigned b, unsigned c, unsigned d)
+{
+	memset(out, 0, 16);
+	out[10] = out[11] = 0xff;
+	out[12] = a;
+	out[13] = b;
+	out[14] = c;
+	out[15] = d;
+}
+
+static struct lism_conn shortcut_conn(void)
+{
+	struct lism_conn c = { 0 };
+
+	v4(c.row.laddr, 10, 0, 0, 1);
+	v4(c.row.raddr, 10, 0, 0, 2);
+	c.row.lport = 43210;
+	c.row.rport = 8080;
+	c.row.tcp_state = 1; /* ESTAB */
+	c.row.pid = 4242;
+	strcpy(c.row.comm, "nginx");
+	c.row.unread = 100;
+	c.row.st.token = 0x8000beef00000007ull;
+	c.row.st.peer_token = 0x8000cafe00000008ull;
+	c.row.st.state = LISM_ST_CONFIRMED;
+	c.row.st.tx = LISM_TX_SHORTCUT;
+	c.row.st.role = LISM_ROLE_ACTIVE;
+	c.has_me = c.has_peer = 1;
+	c.me.token = c.row.st.token;
+	c.me.state = LISM_ST_CONFIRMED;
+	c.me.dmb_size = 1000;
+	c.me.rx_bytes = 2500;
+	c.me.prod = lism_cursor_at(2500, 1000);
+	c.peer.rx_bytes = 777;
+	return c;
+}
+
+Test(conns, narrow_rows_fit_in_80_columns)
+{
+	struct lism_conn c = shortcut_conn();
+	char line[512];
+
+	lism_conn_header(0, line, sizeof(line));
+	cr_assert_lt(strlen(line), 80, "header: %s", line);
+	lism_conn_format(&c, 0, line, sizeof(line));
+	cr_assert_lt(strlen(line), 80, "row: %s", line);
+	cr_assert(strstr(line, "ESTAB") && strstr(line, "10.0.0.1:43210") &&
+		  strstr(line, "10.0.0.2:8080") && strstr(line, "shortcut") && strstr(line, "4242"),
+		  "%s", line);
+	/* the longest IPv4 endpoints and reason still fit */
+	v4(c.row.laddr, 255, 255, 255, 255);
+	v4(c.row.raddr, 255, 255, 255, 254);
+	c.row.lport = c.row.rport = 65535;
+	c.row.tcp_state = 8; /* CLOSE-WAIT */
+	c.row.pid = 4194304;
+	c.has_me = 0;
+	c.row.st.state = LISM_ST_FALLBACK;
+	c.row.st.reason = LISM_R_HANDSHAKE_INVALID;
+	lism_conn_format(&c, 0, line, sizeof(line));
+	cr_assert_lt(strlen(line), 80, "row: %s", line);
+}
+
+Test(conns, wide_rows_show_tokens_cursors_and_bytes)
+{
+	struct lism_conn c = shortcut_conn();
+	char line[512];
+
+	lism_conn_format(&c, 1, line, sizeof(line));
+	cr_assert(strstr(line, "8000beef00000007") && strstr(line, "8000cafe00000008"), "%s", line);
+	cr_assert(strstr(line, "2:500"), "producer cursor: %s", line);  /* 2500 over 1000 */
+	cr_assert(strstr(line, "2:400"), "consumer cursor: %s", line);  /* 2500 - 100 unread */
+	cr_assert(strstr(line, "4242/nginx"), "%s", line);
+}
+
+Test(conns, modes_and_reasons)
+{
+	struct lism_conn c = shortcut_conn();
+	char mode[64];
+
+	lism_conn_mode_str(&c, mode, sizeof(mode));
+	cr_assert_str_eq(mode, "shortcut");
+	c.has_me = 0;
+	c.row.st.state = LISM_ST_FALLBACK;
+	c.row.st.reason = LISM_R_PEER_NO_LISM;
+	lism_conn_mode_str(&c, mode, sizeof(mode));
+	cr_assert_str_eq(mode, "tcp:peer-no-lism");
+	c.row.st.state = LISM_ST_READY; /* joined, then the peer declined and freed our entry */
+	lism_conn_mode_str(&c, mode, sizeof(mode));
+	cr_assert_str_eq(mode, "tcp:peer-declined");
+	c = shortcut_conn();
+	c.me.state = LISM_ST_PROPOSED;
+	c.row.st.state = LISM_ST_PROPOSED;
+	lism_conn_mode_str(&c, mode, sizeof(mode));
+	cr_assert_str_eq(mode, "pending");
+}
+
+Test(conns, json_parses_back)
+{
+	struct lism_conn c = shortcut_conn();
+	struct json_object *o = lism_conn_json(&c), *back, *v, *w;
+	const char *text = json_object_to_json_string(o);
+
+	back = json_tokener_parse(text);
+	cr_assert_not_null(back, "%s", text);
+	cr_assert(json_object_object_get_ex(back, "mode", &v));
+	cr_assert_str_eq(json_object_get_string(v), "shortcut");
+	cr_assert(json_object_object_get_ex(back, "token", &v));
+	cr_assert_str_eq(json_object_get_string(v), "0x8000beef00000007");
+	cr_assert(json_object_object_get_ex(back, "local", &v));
+	cr_assert(json_object_object_get_ex(v, "addr", &w));
+	cr_assert_str_eq(json_object_get_string(w), "10.0.0.1");
+	cr_assert(json_object_object_get_ex(back, "cons", &v));
+	cr_assert(json_object_object_get_ex(v, "count", &w));
+	cr_assert_eq(json_object_get_int(w), 400);
+	cr_assert(json_object_object_get_ex(back, "tx_bytes", &v));
+	cr_assert_eq(json_object_get_int(v), 777);
+	json_object_put(back);
+	json_object_put(o);
+}
+
+Test(conns, endpoints)
+{
+	__u8 a[16] = { 0 };
+	char buf[64];
+
+	v4(a, 127, 0, 0, 1);
+	lism_fmt_endpoint(a, 80, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "127.0.0.1:80");
+	memset(a, 0, 16);
+	a[15] = 1;
+	lism_fmt_endpoint(a, 443, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "[::1]:443");
+}
+
+Test(conns, filters)
+{
+	struct lism_conn c = shortcut_conn();
+	struct lism_opts o = { 0 };
+
+	cr_assert(lism_conn_matches(&c, &o));
+	o.filter_port = 8080;
+	cr_assert(lism_conn_matches(&c, &o), "peer port matches");
+	o.filter_port = 43210;
+	cr_assert(lism_conn_matches(&c, &o), "local port matches");
+	o.filter_port = 9;
+	cr_assert_not(lism_conn_matches(&c, &o));
+	o.filter_port = 0;
+	o.filter_mode = LISM_MODE_TCP;
+	cr_assert_not(lism_conn_matches(&c, &o));
+	o.filter_mode = LISM_MODE_SHORTCUT;
+	cr_assert(lism_conn_matches(&c, &o));
+	o.filter_state = lism_tcp_state_code("close-wait") + 1;
+	cr_assert_not(lism_conn_matches(&c, &o));
+	o.filter_state = lism_tcp_state_code("ESTAB") + 1;
+	cr_assert(lism_conn_matches(&c, &o));
+}
+
+Test(hist, buckets)
+{
+	cr_assert_eq(lism_hist_bucket(0), 0);
+	cr_assert_eq(lism_hist_bucket(1), 0);
+	cr_assert_eq(lism_hist_bucket(64), 0);
+	cr_assert_eq(lism_hist_bucket(65), 1);
+	cr_assert_eq(lism_hist_bucket(128), 1);
+	cr_assert_eq(lism_hist_bucket(129), 2);
+	for (__u32 b = 0; b < LISM_HIST_BUCKETS - 1; b++) {
+		cr_assert_eq(lism_hist_bucket(lism_hist_bound(b)), b, "bound of %u", b);
+		cr_assert_eq(lism_hist_bucket(lism_hist_bound(b) + 1), b + 1, "bound+1 of %u", b);
+	}
+	cr_assert_eq(lism_hist_bucket(1ull << 40), LISM_HIST_BUCKETS - 1);
+	cr_assert_eq(lism_hist_bound(LISM_HIST_BUCKETS - 2), 1u << 20, "last closed bucket is 1 MiB");
+}
+
+Test(hist, labels)
+{
+	char buf[32];
+
+	lism_hist_label(0, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "<= 64 B");
+	lism_hist_label(4, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "<= 1.0 KiB");
+	lism_hist_label(LISM_HIST_BUCKETS - 1, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "> 1.0 MiB");
+}
+
+Test(stats, reasons_most_frequent_first)
+{
+	struct lism_snapshot s = { 0 };
+	struct lism_reason_count top[LISM_R_MAX];
+
+	s.reasons[LISM_R_BLOCKING] = 5;
+	s.reasons[LISM_R_PEER_NO_LISM] = 9;
+	s.reasons[LISM_R_MAX_DMB] = 5;
+	cr_assert_eq(lism_top_reasons(&s, top), 3);
+	cr_assert_eq(top[0].code, LISM_R_PEER_NO_LISM);
+	cr_assert_eq(top[1].code, LISM_R_MAX_DMB, "ties by code");
+	cr_assert_eq(top[2].code, LISM_R_BLOCKING);
+}
+
+Test(events, format_and_json)
+{
+	struct lism_event ev = { .ts_ns = 1000000000ull, .type = LISM_EV_FALLBACK,
+				 .reason = LISM_R_BLOCKING, .role = LISM_ROLE_ACTIVE,
+				 .lport = 5000, .rport = 80, .token = 0 };
+	struct json_object *o, *v;
+	char line[512];
+
+	v4(ev.laddr, 127, 0, 0, 1);
+	v4(ev.raddr, 127, 0, 0, 2);
+	/* mono 1 s + offset = 2026-11-29T00:00:01Z */
+	lism_event_format(&ev, 1795910400ll * 1000000000ll, line, sizeof(line));
+	cr_assert(strstr(line, "2026-11-29T00:00:01.000Z fallback active  127.0.0.1:5000 -> "
+				"127.0.0.2:80"),
+		  "%s", line);
+	cr_assert(strstr(line, "reason blocking-socket"), "%s", line);
+	o = json_tokener_parse(json_object_to_json_string(lism_event_json(&ev, 0)));
+	cr_assert_not_null(o);
+	cr_assert(json_object_object_get_ex(o, "type", &v));
+	cr_assert_str_eq(json_object_get_string(v), "fallback");
+	cr_assert(json_object_object_get_ex(o, "reason_code", &v));
+	cr_assert_eq(json_object_get_int(v), LISM_R_BLOCKING);
+	json_object_put(o);
+	for (unsigned int t = LISM_EV_CONFIRM; t <= LISM_EV_ABORT; t++)
+		cr_assert_str_neq(lism_event_name(t), "?");
+}
+
+/* A strict reader of the Prometheus text format, enough to catch what a scraper rejects. */
+struct family {
+	char name[96], type[16];
+	int help, samples;
+};
+
+static int valid_name(const char *s, size_t n)
+{
+	if (!n || !(isalpha((unsigned char)s[0]) || s[0] == '_' || s[0] == ':'))
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == ':'))
+			return 0;
+	return 1;
+}
+
+static struct family *find(struct family *f, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(f[i].name, name))
+			return &f[i];
+	return NULL;
+}
+
+/* The family a sample belongs to (histograms: _bucket/_sum/_count). */
+static struct family *family_of(struct family *f, int n, const char *sample)
+{
+	static const char *const suffixes[] = { "_bucket", "_sum", "_count" };
+	char base[96];
+	struct family *fam = find(f, n, sample);
+
+	if (fam)
+		return fam;
+	for (size_t i = 0; i < 3; i++) {
+		size_t l = strlen(sample), sl = strlen(suffixes[i]);
+
+		if (l > sl && !strcmp(sample + l - sl, suffixes[i]) && l - sl < sizeof(base)) {
+			memcpy(base, sample, l - sl);
+			base[l - sl] = '\0';
+			fam = find(f, n, base);
+			if (fam && !strcmp(fam->type, "histogram"))
+				return fam;
+		}
+	}
+	return NULL;
+}
+
+static double sample_value(const char *text, const char *series)
+{
+	char needle[256];
+	const char *p;
+
+	snprintf(needle, sizeof(needle), "\n%s", series); /* a sample line, not its HELP */
+	p = strstr(text, needle);
+	cr_assert_not_null(p, "no series %s", series);
+	return strtod(p + strlen(needle), NULL);
+}
+
+Test(metrics, text_format_is_valid_and_complete)
+{
+	struct lism_snapshot s = { 0 };
+	struct family fams[128];
+	int nf = 0;
+	char *text = NULL, *line, *save;
+	size_t len = 0;
+	double prev_bucket = -1;
+	FILE *f;
+
+	s.dev.max_dmbs = 5000;
+	s.dev.dmb_size = 1 << 20;
+	s.dev.chid = 0xffff;
+	s.dev.active = 1;
+	s.usage.dmbs_in_use = 50;
+	s.stats[LISM_S_SC_BYTES] = 123456;
+	s.stats[LISM_S_SC_MSGS] = 12;
+	s.reasons[LISM_R_PEER_NO_LISM] = 3;
+	s.sizes[0] = 2;
+	s.sizes[5] = 10;
+	f = open_memstream(&text, &len);
+	lism_metrics_write(f, &s, "1.2.3");
+	fclose(f);
+
+	char *copy = strdup(text);
+
+	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[96], rest[512];
+
+		if (!strncmp(line, "# HELP ", 7) || !strncmp(line, "# TYPE ", 7)) {
+			char kind[8], type[16] = "";
+
+			cr_assert_geq(sscanf(line, "# %7s %95s %15s", kind, name, type), 2, "%s", line);
+			cr_assert(valid_name(name, strlen(name)), "bad name in %s", line);
+			struct family *fam = find(fams, nf, name);
+
+			if (!fam) {
+				cr_assert_lt(nf, 128);
+				fam = &fams[nf++];
+				memset(fam, 0, sizeof(*fam));
+				strcpy(fam->name, name);
+			}
+			cr_assert_eq(fam->samples, 0, "%s: HELP/TYPE after samples", name);
+			if (kind[0] == 'H')
+				fam->help = 1;
+			else
+				strcpy(fam->type, type);
+			continue;
+		}
+		cr_assert_neq(line[0], '#', "unknown comment: %s", line);
+		size_t n = strcspn(line, "{ ");
+
+		cr_assert(valid_name(line, n), "bad sample name: %s", line);
+		memcpy(name, line, n);
+		name[n] = '\0';
+		struct family *fam = family_of(fams, nf, name);
+
+		cr_assert_not_null(fam, "sample %s has no HELP/TYPE", name);
+		cr_assert(fam->help && fam->type[0], "%s: missing HELP or TYPE", name);
+		if (!strcmp(fam->type, "counter"))
+			cr_assert(strlen(name) > 6 && !strcmp(name + strlen(name) - 6, "_total"),
+				  "counter %s does not end in _total", name);
+		fam->samples++;
+		if (line[n] == '{') { /* labels: name="value" pairs */
+			char *end = strchr(line + n, '}');
+
+			cr_assert_not_null(end, "%s", line);
+			for (char *p = line + n + 1; p < end;) {
+				size_t ln = strcspn(p, "=");
+
+				cr_assert(valid_name(p, ln), "bad label in %s", line);
+				cr_assert_eq(p[ln + 1], '"', "%s", line);
+				p = strchr(p + ln + 2, '"');
+				cr_assert_not_null(p, "%s", line);
+				p++;
+				if (*p == ',')
+					p++;
+			}
+			strcpy(rest, end + 1);
+		} else {
+			strcpy(rest, line + n);
+		}
+		char *endp;
+		double v = strtod(rest, &endp);
+
+		cr_assert(endp != rest && *endp == '\0', "bad value in: %s", line);
+		if (!strcmp(name, "lism_shortcut_send_size_bytes_bucket")) {
+			cr_assert_geq(v, prev_bucket, "buckets not cumulative: %s", line);
+			prev_bucket = v;
+		}
+	}
+	free(copy);
+	for (int i = 0; i < nf; i++)
+		cr_assert_gt(fams[i].samples, 0, "%s has no samples", fams[i].name);
+	/* present from the first scrape, with the values of the snapshot */
+	cr_assert_eq(sample_value(text, "lism_shortcut_bytes_total "), 123456);
+	cr_assert_eq(sample_value(text, "lism_fallbacks_total{reason=\"peer-no-lism\",code=\"2\"} "), 3);
+	cr_assert_eq(sample_value(text, "lism_fallbacks_total{reason=\"max-dmb\",code=\"4\"} "), 0);
+	cr_assert_eq(sample_value(text, "lism_dmb_pressure_ratio "), 0.01);
+	cr_assert_eq(sample_value(text, "lism_shortcut_send_size_bytes_bucket{le=\"+Inf\"} "), 12);
+	cr_assert_eq(sample_value(text, "lism_shortcut_send_size_bytes_count "), 12);
+	cr_assert_eq(sample_value(text, "lism_shortcut_send_size_bytes_bucket{le=\"1024\"} "), 2);
+	cr_assert_eq(sample_value(text, "lism_shortcut_send_size_bytes_bucket{le=\"2048\"} "), 12);
+	cr_assert(strstr(text, "lism_build_info{version=\"1.2.3\""), "no build info");
+	free(text);
+}
