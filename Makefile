@@ -58,7 +58,7 @@ help:
 	@echo 'make test         deps + build + every test (unit, then integration as root)'
 	@echo 'make unit         unprivileged unit tests only'
 	@echo 'make integration  integration tests only (root: netns, cgroup2, bpffs)'
-	@echo 'make install      install lism to $(PREFIX)/sbin'
+	@echo 'make install      install lism to $(PREFIX)/sbin and lism(8)'
 	@echo 'make clean        remove $(BUILD)/'
 	@echo 'V=1               show the commands'
 
@@ -142,6 +142,7 @@ test: deps all $(BUILD)/tests/unit $(BUILD)/tests/integration
 install: all
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX)/sbin/lism)
 	$(Q)install -D -m 0755 $(BUILD)/lism $(DESTDIR)$(PREFIX)/sbin/lism
+	$(Q)install -D -m 0644 docs/lism.8 $(DESTDIR)$(PREFIX)/share/man/man8/lism.8
 
 clean:
 	$(call say,CLEAN,$(BUILD))

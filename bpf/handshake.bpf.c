@@ -129,21 +129,24 @@ static __always_inline struct lism_dmb *dmb_alloc(const struct lism_device *d, _
 	return e;
 }
 
-/*
- * An active entry is going away: if the passive side answered but never
- * established, nobody else can find its entry any more, so release it too.
- */
-static __always_inline void release_unestablished_peer(struct lism_dmb *se)
+/* Release a passive entry that never established (nobody else can find it). */
+static __always_inline void release_unestablished(__u64 rtoken)
 {
-	__u64 tok = se->peer_token;
-	struct lism_dmb *re;
+	struct lism_dmb *re = dmb_by_token(rtoken);
 
-	if (se->role != LISM_ROLE_ACTIVE || !tok)
-		return;
-	re = dmb_by_token(tok);
 	if (re && __sync_val_compare_and_swap(&re->state, LISM_ST_ACCEPTED, LISM_ST_CLOSED) ==
 			  LISM_ST_ACCEPTED)
-		dmb_release(re, tok);
+		dmb_release(re, rtoken);
+}
+
+/* Release an end's own entry; an active end also takes an unestablished answer with it. */
+static __always_inline void release_own(struct lism_dmb *e, __u64 token)
+{
+	__u8 role = e->role;
+	__u64 peer = dmb_release(e, token);
+
+	if (role == LISM_ROLE_ACTIVE && peer)
+		release_unestablished(peer);
 }
 
 /* An event about a socket that has no DMB entry (yet): addresses from the context. */
@@ -174,8 +177,7 @@ static __always_inline void sk_fallback(struct bpf_sock_ops *s, struct lism_sk *
 		e->reason = reason;
 		e->state = LISM_ST_FALLBACK;
 		emit_event(LISM_EV_FALLBACK, reason, e);
-		release_unestablished_peer(e);
-		dmb_release(e, st->token);
+		release_own(e, st->token);
 	} else {
 		emit_sock_event(s, LISM_EV_FALLBACK, reason, st->role);
 	}
@@ -289,8 +291,8 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 			    const struct lism_opt *o, int claim)
 {
 	struct lism_dmb *se, *re;
+	__u64 claimed, rtoken;
 	struct addr6 r;
-	__u64 claimed;
 
 	se = dmb_by_token(o->token);
 	if (!se || se->role != LISM_ROLE_ACTIVE)
@@ -328,13 +330,67 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 		return 0;
 	}
 	re->peer_token = o->token;
-	if (__sync_val_compare_and_swap(&se->peer_token, 0, re->token) != 0) {
+	rtoken = re->token;
+	if (__sync_val_compare_and_swap(&se->peer_token, 0, rtoken) != 0) {
 		reason_count(LISM_R_TOKEN_CLAIMED);
-		dmb_release(re, re->token);
+		dmb_release(re, rtoken);
+		return 0;
+	}
+	if (__sync_fetch_and_add(&se->token, 0) != o->token) {
+		/*
+		 * The client released its entry meanwhile; its release may not
+		 * have seen our claim.  Take the claim back (the slot may be
+		 * someone else's by now) and release our answer.
+		 */
+		__sync_val_compare_and_swap(&se->peer_token, rtoken, 0);
+		release_unestablished(rtoken);
 		return 0;
 	}
 	stat_add(LISM_S_ACCEPTS_SENT, 1);
 	return re->token;
+}
+
+/*
+ * An accepted member turned out to be in blocking mode (accept() does not
+ * inherit the listener's O_NONBLOCK).  Its peer no longer redirects to it
+ * (see shortcut.bpf.c), so once its shortcut queue is empty it can leave
+ * the map and read with plain TCP again, blocking waits included.  Runs
+ * from HDR_OPT_LEN_CB on the member's outgoing packets until it decides.
+ */
+static void check_member_mode(struct bpf_sock_ops *s)
+{
+	struct lism_device *d = lism_dev();
+	struct bpf_sock *sk = s->sk;
+	const struct sock *ksk;
+	struct lism_sk *st;
+	struct file *f;
+	unsigned int fl;
+	__u64 key, ud;
+
+	if (!d || !sk)
+		return;
+	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	if (!st || !st->token || (st->flags & LISM_SKF_ALLOW_BLOCKING)) {
+		cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+		return;
+	}
+	ksk = (const struct sock *)bpf_skc_to_tcp_sock(sk);
+	if (!ksk)
+		return;
+	f = BPF_CORE_READ(ksk, sk_socket, file);
+	if (!f)
+		return; /* not accepted yet */
+	if (bpf_core_read(&fl, sizeof(fl), &f->f_flags) || (fl & O_NONBLOCK)) {
+		cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+		return;
+	}
+	ud = (__u64)BPF_CORE_READ(ksk, sk_user_data) & ~SK_USER_DATA_FLAGS;
+	if (ud && BPF_CORE_READ((struct sk_psock *)ud, msg_tot_len))
+		return; /* leaving now would drop what it has not read: next packet */
+	key = st->token;
+	bpf_map_delete_elem(&shortcut, &key);
+	sk_fallback(s, st, dmb_by_token(st->token), LISM_R_BLOCKING);
+	cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
 }
 
 static void on_hdr_opt_len(struct bpf_sock_ops *s)
@@ -344,8 +400,10 @@ static void on_hdr_opt_len(struct bpf_sock_ops *s)
 	struct lism_opt o;
 	struct addr6 r;
 
-	if (!(flags & TCPHDR_SYN))
+	if (!(flags & TCPHDR_SYN)) {
+		check_member_mode(s);
 		return;
+	}
 	if (!(flags & TCPHDR_ACK)) { /* our SYN */
 		struct bpf_sock *sk = s->sk;
 		struct lism_sk *st;
@@ -415,12 +473,14 @@ static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b)
 }
 
 /* Join the shortcut map under our own token and publish our address. */
-static __always_inline int join(struct bpf_sock_ops *s, struct lism_dmb *e, struct lism_sk *st)
+static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device *d,
+				struct lism_dmb *e, struct lism_sk *st)
 {
 	__u64 key = st->token, owner = (__u64)s->sk;
 
 	if (bpf_sock_hash_update(s, &shortcut, &key, BPF_NOEXIST))
 		return -1;
+	st->flags = (d->flags & LISM_DEV_F_ALLOW_BLOCKING) ? LISM_SKF_ALLOW_BLOCKING : 0;
 	bpf_map_update_elem(&dmb_owner, &st->slot, &owner, BPF_ANY);
 	e->cookie = bpf_get_socket_cookie(s);
 	return 0;
@@ -469,7 +529,7 @@ static void on_active_established(struct bpf_sock_ops *s)
 		sk_fallback(s, st, se, LISM_R_HANDSHAKE_INVALID);
 		return;
 	}
-	if (join(s, se, st)) {
+	if (join(s, d, se, st)) {
 		sk_fallback(s, st, se, LISM_R_SOCKMAP);
 		return;
 	}
@@ -512,6 +572,7 @@ static void on_passive_established(struct bpf_sock_ops *s)
 
 	if (!d || !sk)
 		return;
+	/* Inherited from the listener; only a member keeps it (below). */
 	cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
 	if (load_opt(s, BPF_LOAD_HDR_OPT_TCP_SYN, &o) || o.gid != gid_tag(d))
 		return; /* not a lism connection */
@@ -543,7 +604,7 @@ static void on_passive_established(struct bpf_sock_ops *s)
 		sk_fallback(s, st, re, LISM_R_PEER_DECLINED);
 		return;
 	}
-	if (join(s, re, st)) {
+	if (join(s, d, re, st)) {
 		decline_active(se, o.token, LISM_R_SOCKMAP);
 		sk_fallback(s, st, re, LISM_R_SOCKMAP);
 		return;
@@ -553,6 +614,13 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	st->tx = LISM_TX_SYNC;
 	st->state = LISM_ST_CONFIRMED;
 	confirm(re, se);
+	/*
+	 * Its blocking mode is only known after accept(): look again at each
+	 * packet it sends (it ACKs whatever TCP data reaches it).  Incoming
+	 * packets would not do: header-predicted segments skip the
+	 * PARSE_HDR_OPT callback.
+	 */
+	cb_flags(s, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG, 0);
 }
 
 static void on_state(struct bpf_sock_ops *s)
@@ -595,9 +663,8 @@ static void on_state(struct bpf_sock_ops *s)
 	if (e->state == LISM_ST_CONFIRMED || e->state == LISM_ST_READY)
 		emit_event(e->conn_flags & LISM_CONN_ABORT ? LISM_EV_ABORT : LISM_EV_CLOSE,
 			   LISM_R_NONE, e);
-	release_unestablished_peer(e);
 	stat_add(LISM_S_CLOSES, 1);
-	dmb_release(e, st->token);
+	release_own(e, st->token);
 	st->token = 0;
 	st->state = LISM_ST_CLOSED;
 	st->tx = LISM_TX_TCP;

@@ -44,6 +44,25 @@ static __always_inline __u32 shortcut_unread(__u64 addr)
 	return psock->msg_tot_len;
 }
 
+/*
+ * A receiver whose file is in blocking mode must not be redirected to: a
+ * blocking reader inside tcp_recvmsg (MSG_WAITALL, SO_RCVLOWAT) waits on
+ * the TCP queue only, and tcp_bpf's own read path ignores MSG_WAITALL.
+ * An accepted socket has no file until accept(): bytes queued then are
+ * read before any wait.
+ */
+static __always_inline int blocking_reader(__u64 addr)
+{
+	struct sock *sk = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct sock));
+	struct socket *so = sk->sk_socket;
+	struct file *f;
+
+	if (!so)
+		return 0;
+	f = so->file;
+	return f && !(f->f_flags & O_NONBLOCK);
+}
+
 /* Advance the producer cursor of the peer's DMB and sample its consumer. */
 static __always_inline void account(struct lism_dmb *pe, __u32 size, __u32 unread)
 {
@@ -90,6 +109,8 @@ int lism_msg(struct sk_msg_md *msg)
 		goto tcp;
 	peer = *owner;
 	if (!peer)
+		goto tcp;
+	if (!(st->flags & LISM_SKF_ALLOW_BLOCKING) && blocking_reader(peer))
 		goto tcp;
 
 	if (st->tx == LISM_TX_SYNC) {

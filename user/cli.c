@@ -373,6 +373,8 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 	while ((c = getopt_long(ac, av, ":jwvh", longopts, NULL)) != -1) {
 		const char *arg = optarg, *optname = av[optind - 1];
 
+		if (c == '?' && optopt)
+			return fail(err, errlen, "%s: unknown option '-%c'", cmdname, optopt);
 		if (c == '?')
 			return fail(err, errlen, "%s: unknown option '%s'", cmdname, optname);
 		if (c == ':')

@@ -24,6 +24,14 @@ static int open_pin(const char *dir, const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
+static __u32 value_size(int fd)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.value_size;
+}
+
 void lism_instance_close(struct lism_instance *in)
 {
 	int *fds[] = { &in->device_fd,  &in->usage_fd, &in->dmbs_fd,    &in->stats_fd,
@@ -62,6 +70,13 @@ int lism_instance_open(struct lism_instance *in, const char *pin_path)
 			return err;
 		}
 		*maps[i].fd = err;
+	}
+	/* Values are read into this build's structs: refuse other layouts before any read. */
+	if (value_size(in->device_fd) != sizeof(struct lism_device) ||
+	    value_size(in->usage_fd) != sizeof(struct lism_usage) ||
+	    value_size(in->dmbs_fd) != sizeof(struct lism_dmb)) {
+		lism_instance_close(in);
+		return -EPROTO;
 	}
 	return 0;
 }

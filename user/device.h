@@ -35,7 +35,7 @@ struct lism_snapshot {
 	int attached;           /* the cgroup link is pinned */
 };
 
-/* Open an instance's pins; -ENOENT if nothing is loaded at @pin_path. */
+/* Open an instance's pins; -ENOENT if nothing is loaded at @pin_path, -EPROTO if another layout. */
 int lism_instance_open(struct lism_instance *in, const char *pin_path);
 void lism_instance_close(struct lism_instance *in);
 

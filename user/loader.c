@@ -170,7 +170,7 @@ int lism_cmd_load(const struct lism_opts *o)
 	struct bpf_link *link = NULL;
 	struct lism_bpf *skel = NULL;
 	char cgroup[PATH_MAX], path[PATH_MAX], missing[1024];
-	int err, ret = LISM_EXIT_FAIL, cgfd = -1, created = 0, n_scope;
+	int err, ret = LISM_EXIT_FAIL, cgfd = -1, lockfd = -1, created = 0, n_scope;
 	struct bpf_map *map;
 
 	ret = check_privileges();
@@ -191,6 +191,12 @@ int lism_cmd_load(const struct lism_opts *o)
 			  o->pin_path, o->pin_path);
 		return LISM_EXIT_STATE;
 	}
+	if (!access(o->pin_path, F_OK) && lism_is_mount_point(o->pin_path) != 0) {
+		lism_err("--pin-path %s is a mount point; lism needs a directory of its own inside bpffs",
+			 o->pin_path);
+		lism_hint("use e.g. %s/lism", o->pin_path);
+		return LISM_EXIT_USAGE;
+	}
 	if (lism_dir_empty(o->pin_path) == 0) {
 		lism_err("--pin-path %s holds pins that are not a lism instance", o->pin_path);
 		lism_hint("choose another --pin-path, or remove what is there");
@@ -210,6 +216,20 @@ int lism_cmd_load(const struct lism_opts *o)
 	}
 	if (mkdir(o->pin_path, 0700) && errno != EEXIST) {
 		lism_err("creating --pin-path %s failed: %s", o->pin_path, strerror(errno));
+		goto cleanup;
+	}
+	lockfd = lism_pin_lock(o->pin_path);
+	if (lockfd < 0) {
+		lism_err("another lism is loading or unloading at %s", o->pin_path);
+		ret = LISM_EXIT_STATE;
+		goto cleanup;
+	}
+	/* Under the lock: it may have been filled since we looked. */
+	if (lism_dir_empty(o->pin_path) != 1) {
+		lism_err("--pin-path %s is no longer empty", o->pin_path);
+		ret = LISM_EXIT_STATE;
+		close(lockfd);
+		lockfd = -1;
 		goto cleanup;
 	}
 	chmod(o->pin_path, 0700);
@@ -293,6 +313,8 @@ cleanup:
 	lism_bpf__destroy(skel);
 	if (ret != LISM_EXIT_OK && created)
 		lism_pins_remove(o->pin_path);
+	if (lockfd >= 0)
+		close(lockfd);
 	if (cgfd >= 0)
 		close(cgfd);
 	return ret;
@@ -339,7 +361,7 @@ int lism_cmd_unload(const struct lism_opts *o)
 	struct lism_snapshot s;
 	struct lism_device d;
 	double deadline, next_note;
-	int err, ret;
+	int err, ret, lockfd = -1;
 
 	ret = check_privileges();
 	if (ret)
@@ -348,6 +370,12 @@ int lism_cmd_unload(const struct lism_opts *o)
 	if (err) {
 		lism_err("no lism instance at %s: %s", o->pin_path, strerror(-err));
 		lism_hint("see 'lism status --pin-path DIR' for where it was loaded");
+		return LISM_EXIT_STATE;
+	}
+	lockfd = lism_pin_lock(o->pin_path);
+	if (lockfd < 0) {
+		lism_err("another lism is loading or unloading at %s", o->pin_path);
+		lism_instance_close(&in);
 		return LISM_EXIT_STATE;
 	}
 	err = lism_device_read(&in, &d);
@@ -415,5 +443,7 @@ int lism_cmd_unload(const struct lism_opts *o)
 	ret = LISM_EXIT_OK;
 out:
 	lism_instance_close(&in);
+	if (lockfd >= 0)
+		close(lockfd);
 	return ret;
 }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <errno.h>
 #include <linux/magic.h>
 #include <stdio.h>
@@ -66,24 +68,54 @@ int lism_dir_empty(const char *dir)
 	return empty;
 }
 
+/* Every name lism pins: the object's maps, its programs and its link. */
+static const char *const pin_names[] = {
+	"device", "usage", "dmbs", "dmb_owner", "dmb_free", "shortcut", "socks", "stats",
+	"reasons", "sizes", "scope", "ports", "events",
+	LISM_PIN_PROG_SOCKOPS, LISM_PIN_PROG_MSG, LISM_PIN_PROG_ITER, LISM_PIN_LINK_SOCKOPS,
+};
+
 int lism_pins_remove(const char *dir)
 {
 	char path[4096];
-	struct dirent *de;
 	int err = 0;
-	DIR *d;
 
-	d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (lism_pin_join(path, sizeof(path), dir, de->d_name) || unlink(path))
+	for (size_t i = 0; i < sizeof(pin_names) / sizeof(pin_names[0]); i++) {
+		if (lism_pin_join(path, sizeof(path), dir, pin_names[i]))
+			return -ENAMETOOLONG;
+		if (unlink(path) && errno != ENOENT)
 			err = -errno;
 	}
-	closedir(d);
-	if (rmdir(dir) && errno != ENOENT)
+	if (rmdir(dir) && errno != ENOENT && errno != ENOTEMPTY)
 		err = -errno;
 	return err;
+}
+
+int lism_is_mount_point(const char *path)
+{
+	char parent[4096];
+	struct stat a, b;
+	int n;
+
+	n = snprintf(parent, sizeof(parent), "%s/..", path);
+	if (n < 0 || (size_t)n >= sizeof(parent))
+		return -ENAMETOOLONG;
+	if (stat(path, &a) || stat(parent, &b))
+		return -errno;
+	return a.st_dev != b.st_dev || a.st_ino == b.st_ino;
+}
+
+int lism_pin_lock(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
 }

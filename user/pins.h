@@ -30,7 +30,17 @@ int lism_existing_ancestor(const char *path, char *out, size_t outlen);
 /* Whether the directory has no entries (1), has some (0), or -errno. */
 int lism_dir_empty(const char *dir);
 
-/* Unlink every pin in @dir, then the directory.  Missing dir is fine. */
+/*
+ * Unlink lism's own pins in @dir (the names above and every map of the
+ * object), then the directory if that left it empty.  Other files are
+ * never touched.  A missing directory is fine.
+ */
 int lism_pins_remove(const char *dir);
+
+/* Whether @path is a mount point (1), not (0), or -errno. */
+int lism_is_mount_point(const char *path);
+
+/* Exclusive lock on the pin directory against a concurrent load/unload; fd or -errno. */
+int lism_pin_lock(const char *dir);
 
 #endif

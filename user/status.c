@@ -93,6 +93,9 @@ int lism_cmd_status(const struct lism_opts *o)
 
 			lism_hint("load it with 'lism load%s%s'", custom ? " --pin-path " : "",
 				  custom ? o->pin_path : "");
+		} else if (err == -EPROTO) {
+			lism_err("the pins at %s are of another lism layout", o->pin_path);
+			lism_hint("read them with the lism build that loaded them");
 		} else {
 			lism_err("opening the pins at %s failed: %s", o->pin_path, strerror(-err));
 			if (err == -EPERM || err == -EACCES)

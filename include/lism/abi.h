@@ -113,8 +113,12 @@ struct lism_sk {
 	__u8 state;          /* enum lism_state */
 	__u8 reason;         /* enum lism_reason */
 	__u8 tx;             /* enum lism_tx */
-	__u32 pad0;
+	__u8 flags;          /* LISM_SKF_* */
+	__u8 pad0[3];
 };
+
+/* lism_sk.flags */
+#define LISM_SKF_ALLOW_BLOCKING (1u << 0) /* --allow-blocking was in force when it joined */
 
 /*
  * One row of the sockets iterator (bpf_iter over every process's files): a

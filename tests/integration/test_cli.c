@@ -58,6 +58,14 @@ Test(cli, load_refuses_what_it_cannot_use)
 	       "not a cgroup2 directory");
 	cr_assert_eq(access(other.pin, F_OK), -1, "a failed load left %s behind", other.pin);
 
+	/* the root of a bpffs is nobody's to take over */
+	struct env root = e;
+
+	sh("mkdir -p /tmp/lism-t-%d-bpffs && mount -t bpf bpf /tmp/lism-t-%d-bpffs", getpid(), getpid());
+	snprintf(root.pin, sizeof(root.pin), "/tmp/lism-t-%d-bpffs", getpid());
+	expect(lism_out(&root, args, out, sizeof(out)), LISM_EXIT_USAGE, out, "mount point");
+	sh("umount /tmp/lism-t-%d-bpffs; rmdir /tmp/lism-t-%d-bpffs", getpid(), getpid());
+
 	/* a pin directory holding something else is not ours to fill */
 	cr_assert_eq(mkdir(other.pin, 0700), 0);
 	cr_assert_eq(sh("bpftool map create %s/foreign type array key 4 value 4 entries 1 name foreign",
@@ -176,9 +184,14 @@ Test(cli, unload_waits_for_shortcut_connections)
 	close(c2);
 	close(s2);
 	cr_assert_eq(wait_drained(&e, 3000), 0);
+	/* something else pinned next to lism's pins is left alone */
+	cr_assert_eq(sh("bpftool map create %s/not-lism type array key 4 value 4 entries 1 name notlism",
+			e.pin),
+		     0);
 	expect(lism_out(&e, "unload --timeout 5", out, sizeof(out)), 0, out, "unloaded");
 	e.loaded = 0;
-	cr_assert_eq(access(e.pin, F_OK), -1, "pins left behind");
+	cr_assert_eq(sh("test \"$(ls %s)\" = not-lism", e.pin), 0, "unload touched a foreign pin");
+	sh("rm -rf %s", e.pin);
 	snprintf(cmd, sizeof(cmd), "test -z \"$(bpftool cgroup show %s)\"", e.cgroup);
 	cr_assert_eq(sh("%s", cmd), 0, "programs still attached to the cgroup");
 }

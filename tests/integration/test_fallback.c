@@ -301,3 +301,55 @@ Test(fallback, out_of_scope_destination_gets_no_option)
 	close(s);
 	close(l);
 }
+
+/*
+ * A non-blocking listener whose accept() returns a blocking socket (accept
+ * does not inherit O_NONBLOCK) and a reader that waits for a whole message
+ * with MSG_WAITALL: tcp_recvmsg never looks at the shortcut queue while it
+ * waits, so bytes redirected meanwhile would hang the reader or be
+ * overtaken by later TCP bytes.
+ */
+Test(fallback, blocking_accepted_socket_waitall_reader)
+{
+	int port = 0, l, c, s;
+	pid_t pid;
+	char buf[100];
+
+	require_root();
+	env_up(&e, NULL);
+	env_enter(&e);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	s = tcp_accept(l, 0, 5000); /* blocking */
+	pid = fork();
+	if (pid == 0) { /* the client: half a message now, the rest once the reader waits */
+		if (send_all(c, 31, 0, 50))
+			_exit(2);
+		usleep(200000);
+		if (send_all(c, 31, 50, 50))
+			_exit(3);
+		usleep(200000);
+		_exit(send_all(c, 31, 100, 100) ? 4 : 0);
+	}
+	alarm(10); /* a hang fails the test instead of timing it out */
+	ssize_t n = recv(s, buf, 100, MSG_WAITALL);
+
+	cr_assert_eq(n, 100, "MSG_WAITALL read returned %zd (%s)", n, n < 0 ? strerror(errno) : "short");
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq((__u8)buf[i], pattern_at(31, i), "byte %d", i);
+	cr_assert_eq(recv_check(s, 31, 100, 100, 5000), 0, "later bytes");
+	alarm(0);
+	struct lism_snapshot st_;
+
+	snap(&e, &st_);
+	cr_assert_eq(st_.reasons[LISM_R_BLOCKING], 1, "the blocking end did not leave the shortcut");
+	cr_assert_eq(st_.shortcut_sockets, 1, "only the client stays in the map");
+	cr_assert_eq(st_.stats[LISM_S_SC_BYTES], 0, "bytes were redirected to a blocking reader");
+	int st;
+
+	waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(c);
+	close(s);
+	close(l);
+}

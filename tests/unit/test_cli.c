@@ -161,6 +161,7 @@ Test(cli, rejects_invalid_input)
 		{ "run --metrics-addr [::1]:99999", "--metrics-addr" },
 		{ "events --port 80", "does not apply" },
 		{ "status -w", "does not apply" },
+		{ "status -xj", "unknown option '-x'" },
 	};
 	struct lism_opts o;
 	char err[256];
