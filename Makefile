@@ -106,6 +106,12 @@ $(BUILD)/tests/unit: $(UNIT_SRCS) $(LIB_OBJS) $(USER_HDRS) | $(BUILD)/tests
 	$(call say,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $(UNIT_SRCS) $(LIB_OBJS) $(USER_LIBS) -lcriterion -o $@
 
+# The same unit tests, and the code they test, under AddressSanitizer and UBSan.
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+$(BUILD)/tests/unit-asan: $(UNIT_SRCS) $(LIB_SRCS) $(USER_HDRS) | $(BUILD)/tests
+	$(call say,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -O1 $(SAN_FLAGS) $(UNIT_SRCS) $(LIB_SRCS) $(USER_LIBS) -lcriterion -o $@
+
 # BPF programs that exist only to test BPF code (BPF_PROG_TEST_RUN).
 $(BUILD)/tests/%.bpf.o: tests/bpf/%.bpf.c $(BPF_HDRS) $(BUILD)/vmlinux.h | $(BUILD)/tests
 	$(call say,CLANG,$@)
@@ -136,7 +142,7 @@ integration: $(BUILD)/lism $(BUILD)/tests/integration
 	$(Q)LISM_BIN=$(abspath $(BUILD)/lism) $(BUILD)/tests/integration --jobs 1
 
 # Each suite prints Criterion's synthesis; the last line adds them up.
-test: deps all $(BUILD)/tests/unit $(BUILD)/tests/integration
+test: deps all $(BUILD)/tests/unit $(BUILD)/tests/unit-asan $(BUILD)/tests/integration
 	$(Q)tests/run-all.sh $(BUILD)
 
 install: all

@@ -29,9 +29,16 @@ run() { # name, command...
 	passed=$((passed + p))
 	failed=$((failed + f + c))
 	[ "$rc" -eq 0 ] && [ "$f" -eq 0 ] && [ "$c" -eq 0 ] || status=1
+	# LeakSanitizer reports at worker exit, after Criterion took the test's result
+	if printf '%s\n' "$out" | grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:'; then
+		echo "$name: sanitizer report above: counted as a failure"
+		failed=$((failed + 1))
+		status=1
+	fi
 }
 
 run unit "$build/tests/unit" --jobs 2
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run unit-asan "$build/tests/unit-asan" --jobs 2
 if [ "$(id -u)" -ne 0 ] && [ "${CI:-}" != true ]; then
 	echo "== integration: skipped (needs root for netns, cgroup2 and bpffs; run 'sudo make test')"
 else

@@ -108,7 +108,9 @@ static int init_device(struct lism_bpf *skel, const struct lism_opts *o, const c
 	d.flags = (o->allow_blocking ? LISM_DEV_F_ALLOW_BLOCKING : 0) |
 		  (o->n_include_ports ? LISM_DEV_F_INCLUDE_PORTS : 0);
 	d.loaded_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
-	snprintf(d.cgroup, sizeof(d.cgroup), "%s", cgroup);
+	/* for views only: an overlong path is shown truncated */
+	if (snprintf(d.cgroup, sizeof(d.cgroup), "%s", cgroup) >= (int)sizeof(d.cgroup))
+		strcpy(d.cgroup + sizeof(d.cgroup) - 4, "...");
 	if (bpf_map__update_elem(skel->maps.device, &zero, sizeof(zero), &d, sizeof(d), BPF_ANY))
 		return -errno;
 	return 0;

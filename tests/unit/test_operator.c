@@ -230,7 +230,10 @@ Test(events, format_and_json)
 				"127.0.0.2:80"),
 		  "%s", line);
 	cr_assert(strstr(line, "reason blocking-socket"), "%s", line);
-	o = json_tokener_parse(json_object_to_json_string(lism_event_json(&ev, 0)));
+	struct json_object *made = lism_event_json(&ev, 0);
+
+	o = json_tokener_parse(json_object_to_json_string(made));
+	json_object_put(made);
 	cr_assert_not_null(o);
 	cr_assert(json_object_object_get_ex(o, "type", &v));
 	cr_assert_str_eq(json_object_get_string(v), "fallback");
