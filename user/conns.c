@@ -73,7 +73,7 @@ static struct lism_cursor cons_now(const struct lism_conn *c)
 	return lism_cursor_at(consumed, c->me.dmb_size ? c->me.dmb_size : 1);
 }
 
-#define NARROW "%-10s %-21s %-21s %-16.16s %s"
+#define NARROW "%-10s %-21s %-21s %-17s %s"
 #define WIDE "%-10s %-23s %-23s %-22s %-8s %-16s %-16s %-8s %-14s %-14s %-10s %-12s %-12s %s"
 
 void lism_conn_header(int wide, char *buf, size_t len)
@@ -82,7 +82,7 @@ void lism_conn_header(int wide, char *buf, size_t len)
 		snprintf(buf, len, WIDE, "State", "Local", "Peer", "Mode", "Tx", "Token", "PeerToken",
 			 "DMB", "Prod", "Cons", "Unread", "RxBytes", "TxBytes", "Process");
 	else
-		snprintf(buf, len, NARROW, "State", "Local", "Peer", "Mode", "PID");
+		snprintf(buf, len, NARROW, "State", "Local", "Peer", "Mode/Reason", "PID");
 }
 
 void lism_conn_format(const struct lism_conn *c, int wide, char *buf, size_t len)
@@ -93,8 +93,11 @@ void lism_conn_format(const struct lism_conn *c, int wide, char *buf, size_t len
 	lism_fmt_endpoint(c->row.raddr, c->row.rport, peer, sizeof(peer));
 	lism_conn_mode_str(c, mode, sizeof(mode));
 	if (!wide) {
+		/* a TCP row shows just its reason: no reason is named like a mode */
+		const char *m = strncmp(mode, "tcp:", 4) ? mode : mode + 4;
+
 		snprintf(pid, sizeof(pid), "%u", c->row.pid);
-		snprintf(buf, len, NARROW, lism_tcp_state_name(c->row.tcp_state), local, peer, mode, pid);
+		snprintf(buf, len, NARROW, lism_tcp_state_name(c->row.tcp_state), local, peer, m, pid);
 		return;
 	}
 	char tok[24] = "-", ptok[24] = "-", dmb[16] = "-", prod[32] = "-", cons[32] = "-";

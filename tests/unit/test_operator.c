@@ -69,12 +69,18 @@ Test(conns, narrow_rows_fit_in_80_columns)
 	v4(c.row.raddr, 255, 255, 255, 254);
 	c.row.lport = c.row.rport = 65535;
 	c.row.tcp_state = 8; /* CLOSE-WAIT */
-	c.row.pid = 4194304;
+	c.row.pid = 419430;
 	c.has_me = 0;
 	c.row.st.state = LISM_ST_FALLBACK;
-	c.row.st.reason = LISM_R_HANDSHAKE_INVALID;
-	lism_conn_format(&c, 0, line, sizeof(line));
-	cr_assert_lt(strlen(line), 80, "row: %s", line);
+	for (unsigned int r = 1; r < LISM_R_MAX; r++) { /* every reason, in full */
+		c.row.st.reason = r;
+		lism_conn_format(&c, 0, line, sizeof(line));
+		cr_assert_lt(strlen(line), 80, "row: %s", line);
+		cr_assert(strstr(line, lism_reason_name(r)), "reason cut: %s", line);
+		cr_assert_str_neq(lism_reason_name(r), "shortcut");
+		cr_assert_str_neq(lism_reason_name(r), "pending");
+		cr_assert_str_neq(lism_reason_name(r), "closed");
+	}
 }
 
 Test(conns, wide_rows_show_tokens_cursors_and_bytes)
