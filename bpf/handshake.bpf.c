@@ -134,9 +134,15 @@ static __always_inline void release_unestablished(__u64 rtoken)
 {
 	struct lism_dmb *re = dmb_by_token(rtoken);
 
-	if (re && __sync_val_compare_and_swap(&re->state, LISM_ST_ACCEPTED, LISM_ST_CLOSED) ==
-			  LISM_ST_ACCEPTED)
-		dmb_release(re, rtoken);
+	if (!re || __sync_val_compare_and_swap(&re->state, LISM_ST_ACCEPTED, LISM_ST_CLOSED) !=
+			   LISM_ST_ACCEPTED)
+		return;
+	/* The slot may have been released and taken again between the two reads. */
+	if (__sync_fetch_and_add(&re->token, 0) != rtoken) {
+		__sync_val_compare_and_swap(&re->state, LISM_ST_CLOSED, LISM_ST_ACCEPTED);
+		return;
+	}
+	dmb_release(re, rtoken);
 }
 
 /* Release an end's own entry; an active end also takes an unestablished answer with it. */
@@ -361,11 +367,12 @@ static void check_member_mode(struct bpf_sock_ops *s)
 {
 	struct lism_device *d = lism_dev();
 	struct bpf_sock *sk = s->sk;
+	struct lism_dmb *e, *pe;
 	const struct sock *ksk;
 	struct lism_sk *st;
 	struct file *f;
 	unsigned int fl;
-	__u64 key, ud;
+	__u64 key, ud, ptoken;
 
 	if (!d || !sk)
 		return;
@@ -384,12 +391,27 @@ static void check_member_mode(struct bpf_sock_ops *s)
 		cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
 		return;
 	}
+	e = dmb_by_token(st->token);
+	/*
+	 * Leave only once the peer's sender has seen us blocking (it then sends
+	 * over TCP, so no redirect of its can be in flight to us) and our
+	 * shortcut queue is empty (leaving drops what is unread).
+	 */
+	if (!e || !(e->conn_flags & LISM_CONN_SEEN_BLOCKING))
+		return;
 	ud = (__u64)BPF_CORE_READ(ksk, sk_user_data) & ~SK_USER_DATA_FLAGS;
 	if (ud && BPF_CORE_READ((struct sk_psock *)ud, msg_tot_len))
-		return; /* leaving now would drop what it has not read: next packet */
+		return; /* next packet */
 	key = st->token;
+	ptoken = st->peer_token;
 	bpf_map_delete_elem(&shortcut, &key);
-	sk_fallback(s, st, dmb_by_token(st->token), LISM_R_BLOCKING);
+	sk_fallback(s, st, e, LISM_R_BLOCKING);
+	pe = dmb_by_token(ptoken);
+	if (pe && __sync_val_compare_and_swap(&pe->state, LISM_ST_CONFIRMED, LISM_ST_FALLBACK) ==
+			  LISM_ST_CONFIRMED) {
+		pe->reason = LISM_R_PEER_DECLINED;
+		pe->peer_reason = LISM_R_BLOCKING;
+	}
 	cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
 }
 
@@ -643,7 +665,7 @@ static void on_state(struct bpf_sock_ops *s)
 	switch (new_state) {
 	case BPF_TCP_FIN_WAIT1:
 	case BPF_TCP_LAST_ACK:
-		e->conn_flags |= LISM_CONN_DONE_WRITING;
+		__sync_fetch_and_or(&e->conn_flags, LISM_CONN_DONE_WRITING);
 		return;
 	case BPF_TCP_CLOSE:
 		break;
@@ -658,8 +680,8 @@ static void on_state(struct bpf_sock_ops *s)
 	if (old_state == BPF_TCP_SYN_SENT || old_state == BPF_TCP_SYN_RECV ||
 	    old_state == BPF_TCP_ESTABLISHED || old_state == BPF_TCP_CLOSE_WAIT ||
 	    old_state == BPF_TCP_FIN_WAIT1)
-		e->conn_flags |= LISM_CONN_ABORT;
-	e->conn_flags |= LISM_CONN_CLOSED;
+		__sync_fetch_and_or(&e->conn_flags, LISM_CONN_ABORT);
+	__sync_fetch_and_or(&e->conn_flags, LISM_CONN_CLOSED);
 	if (e->state == LISM_ST_CONFIRMED || e->state == LISM_ST_READY)
 		emit_event(e->conn_flags & LISM_CONN_ABORT ? LISM_EV_ABORT : LISM_EV_CLOSE,
 			   LISM_R_NONE, e);

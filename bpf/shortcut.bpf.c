@@ -45,13 +45,12 @@ static __always_inline __u32 shortcut_unread(__u64 addr)
 }
 
 /*
- * A receiver whose file is in blocking mode must not be redirected to: a
- * blocking reader inside tcp_recvmsg (MSG_WAITALL, SO_RCVLOWAT) waits on
- * the TCP queue only, and tcp_bpf's own read path ignores MSG_WAITALL.
- * An accepted socket has no file until accept(): bytes queued then are
- * read before any wait.
+ * Only a reader known to be non-blocking may be redirected to: a blocking
+ * reader inside tcp_recvmsg (MSG_WAITALL, SO_RCVLOWAT) waits on the TCP
+ * queue only, and tcp_bpf's own read path ignores MSG_WAITALL.  A socket
+ * not accept()ed yet has no file, so its mode is unknown: TCP until it is.
  */
-static __always_inline int blocking_reader(__u64 addr)
+static __always_inline int nonblocking_reader(__u64 addr)
 {
 	struct sock *sk = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct sock));
 	struct socket *so = sk->sk_socket;
@@ -60,7 +59,7 @@ static __always_inline int blocking_reader(__u64 addr)
 	if (!so)
 		return 0;
 	f = so->file;
-	return f && !(f->f_flags & O_NONBLOCK);
+	return f && (f->f_flags & O_NONBLOCK);
 }
 
 /* Advance the producer cursor of the peer's DMB and sample its consumer. */
@@ -110,8 +109,12 @@ int lism_msg(struct sk_msg_md *msg)
 	peer = *owner;
 	if (!peer)
 		goto tcp;
-	if (!(st->flags & LISM_SKF_ALLOW_BLOCKING) && blocking_reader(peer))
+	if (!(st->flags & LISM_SKF_ALLOW_BLOCKING) && !nonblocking_reader(peer)) {
+		/* told to the peer's own program, which may then leave the map safely */
+		if (!(pe->conn_flags & LISM_CONN_SEEN_BLOCKING))
+			__sync_fetch_and_or(&pe->conn_flags, LISM_CONN_SEEN_BLOCKING);
 		goto tcp;
+	}
 
 	if (st->tx == LISM_TX_SYNC) {
 		struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);

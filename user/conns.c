@@ -20,6 +20,10 @@ enum lism_conn_mode lism_conn_mode(const struct lism_conn *c, unsigned int *reas
 	*reason = LISM_R_NONE;
 	if (c->has_me && c->me.state == LISM_ST_CONFIRMED)
 		return LISM_VIEW_SHORTCUT;
+	if (c->has_me && c->me.state == LISM_ST_FALLBACK) { /* its peer left the shortcut */
+		*reason = c->me.reason;
+		return LISM_VIEW_TCP;
+	}
 	if (st->state == LISM_ST_FALLBACK) {
 		*reason = st->reason;
 		return LISM_VIEW_TCP;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -28,7 +29,19 @@
 
 struct http_ctx {
 	const char *pin_path;
+	/* /metrics reads at most once a second, whatever scrapes and probes do */
+	struct lism_snapshot cached;
+	double cached_at;
+	int cached_ok;
 };
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static int parse_addr(const char *s, struct sockaddr_storage *ss)
 {
@@ -89,16 +102,42 @@ static int snapshot(const char *pin_path, struct lism_snapshot *s)
 	return err;
 }
 
+/* Cheap enough for a liveness probe: the device record and the link pin. */
+static int healthy(const char *pin_path, const char **why)
+{
+	struct lism_instance in;
+	struct lism_device d;
+	char link[PATH_MAX];
+	int err = lism_instance_open(&in, pin_path);
+
+	if (!err) {
+		err = lism_device_read(&in, &d);
+		lism_instance_close(&in);
+	}
+	if (err) {
+		*why = "lism instance unreadable\n";
+		return 0;
+	}
+	if (lism_pin_join(link, sizeof(link), pin_path, LISM_PIN_LINK_SOCKOPS) || access(link, F_OK)) {
+		*why = "lism is not attached\n";
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Requests are served by MHD's single internal thread, one at a time: the
+ * cache is only ever touched there.
+ */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **con_cls)
 {
 	struct http_ctx *ctx = cls;
-	struct lism_snapshot s;
+	const char *why;
 	char *body = NULL;
 	size_t len = 0;
 	FILE *f;
-	int err;
 
 	(void)version;
 	(void)upload;
@@ -107,35 +146,39 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET\n");
 	if (!strcmp(url, "/healthz")) {
-		err = snapshot(ctx->pin_path, &s);
-		if (err)
-			return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "lism instance unreadable\n");
-		if (!s.attached)
-			return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "lism is not attached\n");
+		if (!healthy(ctx->pin_path, &why))
+			return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, why);
 		return reply_text(c, MHD_HTTP_OK, "ok\n");
 	}
 	if (strcmp(url, "/metrics"))
 		return reply_text(c, MHD_HTTP_NOT_FOUND, "try /metrics or /healthz\n");
-	err = snapshot(ctx->pin_path, &s);
-	if (err)
+	if (!ctx->cached_ok || mono_s() - ctx->cached_at >= 1.0) {
+		ctx->cached_ok = !snapshot(ctx->pin_path, &ctx->cached);
+		ctx->cached_at = mono_s();
+	}
+	if (!ctx->cached_ok)
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "lism instance unreadable\n");
 	f = open_memstream(&body, &len);
 	if (!f)
 		return MHD_NO;
-	lism_metrics_write(f, &s, LISM_VERSION);
+	lism_metrics_write(f, &ctx->cached, LISM_VERSION);
 	fclose(f);
 	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }
 
 /* An instance already pinned there: adopt it (after a crash or an upgrade of the daemon). */
-static int adopt_or_load(const struct lism_opts *o)
+static int adopt_or_load(const struct lism_opts *o, int *loaded)
 {
 	struct lism_instance in;
 	struct lism_device d;
 	int err = lism_instance_open(&in, o->pin_path);
 
-	if (err == -ENOENT)
-		return lism_cmd_load(o);
+	*loaded = 0;
+	if (err == -ENOENT) {
+		err = lism_cmd_load(o);
+		*loaded = !err;
+		return err;
+	}
 	if (err) {
 		lism_err("opening the pins at %s failed: %s", o->pin_path, strerror(-err));
 		return LISM_EXIT_STATE;
@@ -152,18 +195,18 @@ static int adopt_or_load(const struct lism_opts *o)
 
 int lism_cmd_run(const struct lism_opts *o)
 {
-	struct http_ctx ctx = { .pin_path = o->pin_path };
+	static struct http_ctx ctx; /* large (a snapshot); lives as long as the HTTP thread */
 	struct lism_events *ev = NULL;
 	struct MHD_Daemon *http = NULL;
 	struct sockaddr_storage sa;
 	struct pollfd p[2];
 	sigset_t mask;
-	int ret, sfd = -1, stop = 0;
+	int ret, sfd = -1, stop = 0, loaded = 0, started = 0;
 
-	ret = adopt_or_load(o);
-	if (ret)
-		return ret;
-	/* Signals arrive through an fd: no handler races, no busy loop. */
+	/*
+	 * Signals arrive through an fd, blocked before anything else: a SIGTERM
+	 * during the load waits until the load is whole.
+	 */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
@@ -171,8 +214,14 @@ int lism_cmd_run(const struct lism_opts *o)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0) {
 		lism_err("signalfd failed: %s", strerror(errno));
-		ret = LISM_EXIT_FAIL;
-		goto out;
+		return LISM_EXIT_FAIL;
+	}
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.pin_path = o->pin_path;
+	ret = adopt_or_load(o, &loaded);
+	if (ret) {
+		close(sfd);
+		return ret;
 	}
 	if (parse_addr(o->metrics_addr, &sa)) {
 		lism_err("--metrics-addr %s is not ADDR:PORT", o->metrics_addr);
@@ -198,6 +247,7 @@ int lism_cmd_run(const struct lism_opts *o)
 	}
 	printf("lism: running; metrics at http://%s/metrics, health at /healthz\n", o->metrics_addr);
 	fflush(stdout);
+	started = 1;
 	p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = lism_events_fd(ev), .events = POLLIN };
 	while (!stop) {
@@ -228,9 +278,17 @@ out:
 	if (sfd >= 0)
 		close(sfd);
 	fflush(stdout);
-	if (ret == LISM_EXIT_OK && o->unload_on_exit)
+	if (ret == LISM_EXIT_OK && o->unload_on_exit) {
 		ret = lism_cmd_unload(o);
-	else if (ret == LISM_EXIT_OK)
+	} else if (!started && loaded) {
+		/* it never ran: do not leave behind what this failed start loaded */
+		struct lism_opts u = *o;
+
+		u.timeout_s = 0;
+		u.force = 1;
+		lism_cmd_unload(&u);
+	} else if (ret == LISM_EXIT_OK) {
 		printf("lism: left loaded at %s (the data path keeps working)\n", o->pin_path);
+	}
 	return ret;
 }

@@ -52,14 +52,14 @@ int lism_instance_open(struct lism_instance *in, const char *pin_path)
 	} maps[] = {
 		{ &in->device_fd, "device" }, { &in->usage_fd, "usage" },
 		{ &in->dmbs_fd, "dmbs" },     { &in->stats_fd, "stats" },
-		{ &in->reasons_fd, "reasons" }, { &in->sizes_fd, "sizes" },
-		{ &in->shortcut_fd, "shortcut" },
+		{ &in->reasons_fd, "reasons" }, { &in->shortcut_fd, "shortcut" },
 	};
 	int err;
 
 	memset(in, 0, sizeof(*in));
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
 		*maps[i].fd = -1;
+	in->sizes_fd = -1;
 	if (strlen(pin_path) >= sizeof(in->pin_path))
 		return -ENAMETOOLONG;
 	strcpy(in->pin_path, pin_path);
@@ -71,6 +71,9 @@ int lism_instance_open(struct lism_instance *in, const char *pin_path)
 		}
 		*maps[i].fd = err;
 	}
+	/* Newer than some instances: read as zeros when absent. */
+	err = open_pin(pin_path, "sizes");
+	in->sizes_fd = err < 0 ? -1 : err;
 	/* Values are read into this build's structs: refuse other layouts before any read. */
 	if (value_size(in->device_fd) != sizeof(struct lism_device) ||
 	    value_size(in->usage_fd) != sizeof(struct lism_usage) ||
@@ -149,7 +152,8 @@ int lism_percpu_zero(int fd)
 	return err;
 }
 
-static int count_confirmed(const struct lism_instance *in, __u32 capacity, __u32 *out)
+/* One batched pass over the token table: confirmed connections, joined ends. */
+static int scan_table(const struct lism_instance *in, __u32 capacity, __u32 *confirmed, __u32 *joined)
 {
 	enum { CHUNK = 1024 };
 	struct lism_dmb *vals = malloc(CHUNK * sizeof(*vals));
@@ -158,7 +162,7 @@ static int count_confirmed(const struct lism_instance *in, __u32 capacity, __u32
 	void *in_batch = NULL;
 	int err = 0;
 
-	*out = 0;
+	*confirmed = *joined = 0;
 	if (!vals || !keys) {
 		err = -ENOMEM;
 		goto out;
@@ -170,10 +174,14 @@ static int count_confirmed(const struct lism_instance *in, __u32 capacity, __u32
 			err = -errno;
 			goto out;
 		}
-		for (__u32 i = 0; i < n; i++)
-			if (vals[i].token && vals[i].state == LISM_ST_CONFIRMED &&
-			    vals[i].role == LISM_ROLE_ACTIVE)
-				(*out)++;
+		for (__u32 i = 0; i < n; i++) {
+			if (!vals[i].token)
+				continue;
+			if (vals[i].state == LISM_ST_CONFIRMED && vals[i].role == LISM_ROLE_ACTIVE)
+				(*confirmed)++;
+			if (vals[i].state == LISM_ST_CONFIRMED || vals[i].state == LISM_ST_READY)
+				(*joined)++;
+		}
 		if (err || !n) { /* ENOENT: that was the last batch */
 			err = 0;
 			break;
@@ -186,18 +194,24 @@ out:
 	return err;
 }
 
-static int count_keys(int fd, __u32 *out)
+int lism_shortcut_map_count(const struct lism_instance *in, __u32 limit, __u32 *out)
 {
 	__u64 key, next;
 	void *prev = NULL;
 
+	/*
+	 * get_next_key restarts from the first bucket when @key was deleted
+	 * meanwhile, so under churn this could revisit keys: stop at @limit
+	 * (a count past the map's size means "still busy", which is all the
+	 * caller needs).
+	 */
 	*out = 0;
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
+	while (*out < limit && !bpf_map_get_next_key(in->shortcut_fd, prev, &next)) {
 		key = next;
 		prev = &key;
 		(*out)++;
 	}
-	return errno == ENOENT ? 0 : -errno;
+	return *out >= limit || errno == ENOENT ? 0 : -errno;
 }
 
 int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
@@ -215,12 +229,10 @@ int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
 	err = lism_percpu_sum(in->stats_fd, s->stats, LISM_S_MAX);
 	if (!err)
 		err = lism_percpu_sum(in->reasons_fd, s->reasons, LISM_R_MAX);
-	if (!err)
+	if (!err && in->sizes_fd >= 0)
 		err = lism_percpu_sum(in->sizes_fd, s->sizes, LISM_HIST_BUCKETS);
 	if (!err)
-		err = count_confirmed(in, s->dev.capacity, &s->confirmed);
-	if (!err)
-		err = count_keys(in->shortcut_fd, &s->shortcut_sockets);
+		err = scan_table(in, s->dev.capacity, &s->confirmed, &s->shortcut_sockets);
 	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_SOCKOPS))
 		s->attached = access(path, F_OK) == 0;
 	return err;
@@ -248,12 +260,19 @@ int lism_cmd_set(const struct lism_opts *o)
 {
 	struct lism_instance in;
 	struct lism_device d;
-	int err, ret = LISM_EXIT_OK;
+	int err, ret = LISM_EXIT_OK, lockfd = -1;
 
 	err = lism_instance_open(&in, o->pin_path);
 	if (err) {
 		lism_err("no lism instance at %s: %s", o->pin_path, strerror(-err));
 		return LISM_EXIT_STATE;
+	}
+	/* read-modify-write of the device: not while an unload switches it off */
+	lockfd = lism_pin_lock(o->pin_path);
+	if (lockfd < 0) {
+		lism_err("lism is being loaded or unloaded at %s; try again", o->pin_path);
+		ret = LISM_EXIT_STATE;
+		goto out;
 	}
 	err = lism_device_read(&in, &d);
 	if (err || d.layout != LISM_LAYOUT_VERSION) {
@@ -292,6 +311,8 @@ int lism_cmd_set(const struct lism_opts *o)
 	else
 		printf("lism: max-dmbs %u\n", d.max_dmbs);
 out:
+	if (lockfd >= 0)
+		close(lockfd);
 	lism_instance_close(&in);
 	return ret;
 }

@@ -31,7 +31,7 @@ struct lism_snapshot {
 	__u64 reasons[LISM_R_MAX];
 	__u64 sizes[LISM_HIST_BUCKETS]; /* shortcut sends per size bucket */
 	__u32 confirmed;        /* connections with both ends CONFIRMED */
-	__u32 shortcut_sockets; /* sockets in the shortcut map */
+	__u32 shortcut_sockets; /* ends that joined the shortcut map (READY or CONFIRMED entries) */
 	int attached;           /* the cgroup link is pinned */
 };
 
@@ -42,6 +42,8 @@ void lism_instance_close(struct lism_instance *in);
 int lism_device_read(const struct lism_instance *in, struct lism_device *d);
 int lism_device_write(const struct lism_instance *in, const struct lism_device *d);
 int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s);
+/* Sockets really in the shortcut map, counting at most @limit (for unload's drain). */
+int lism_shortcut_map_count(const struct lism_instance *in, __u32 limit, __u32 *out);
 
 /* Sum of a per-CPU u64 array map's @n first entries into @out (0 where the map is shorter). */
 int lism_percpu_sum(int fd, __u64 *out, unsigned int n);

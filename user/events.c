@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -191,43 +192,50 @@ void lism_events_close(struct lism_events *ev)
 	free(ev);
 }
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
-
 int lism_cmd_events(const struct lism_opts *o)
 {
-	struct sigaction sa = { .sa_handler = on_signal }; /* no SA_RESTART: interrupt poll */
 	struct lism_events *ev;
-	struct pollfd p;
-	int err;
+	struct pollfd p[2];
+	sigset_t mask;
+	int err = 0, sfd;
 
+	/* signals through an fd: none lost between a check and the wait */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		lism_err("signalfd failed: %s", strerror(errno));
+		return LISM_EXIT_FAIL;
+	}
 	err = lism_events_open(o->pin_path, o->json, o->all_events, stdout, &ev);
 	if (err) {
 		lism_err("opening the events of %s failed: %s", o->pin_path, strerror(-err));
 		if (err == -ENOENT)
 			lism_hint("is lism loaded there? see 'lism status --pin-path %s'", o->pin_path);
+		close(sfd);
 		return LISM_EXIT_STATE;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	p.fd = lism_events_fd(ev);
-	p.events = POLLIN;
-	while (!stop) {
-		if (poll(&p, 1, -1) < 0 && errno != EINTR) {
+	p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = lism_events_fd(ev), .events = POLLIN };
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
 			err = -errno;
 			break;
 		}
-		if (lism_events_consume(ev) < 0 && errno != EINTR) {
+		if (p[1].revents && lism_events_consume(ev) < 0) {
 			err = -errno;
 			break;
 		}
+		if (p[0].revents)
+			break;
 	}
+	lism_events_consume(ev);
 	lism_events_close(ev);
+	close(sfd);
 	if (err) {
 		lism_err("reading events failed: %s", strerror(-err));
 		return LISM_EXIT_FAIL;

@@ -334,7 +334,7 @@ static double now_s(void)
 static int remove_instance(const struct lism_instance *in)
 {
 	char path[PATH_MAX];
-	int fd, err = 0;
+	int fd, err = 0, rm;
 
 	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_SOCKOPS)) {
 		fd = bpf_obj_get(path);
@@ -352,9 +352,8 @@ static int remove_instance(const struct lism_instance *in)
 			close(fd);
 		}
 	}
-	if (lism_pins_remove(in->pin_path) && !err)
-		err = -errno;
-	return err;
+	rm = lism_pins_remove(in->pin_path);
+	return err ? err : rm;
 }
 
 int lism_cmd_unload(const struct lism_opts *o)
@@ -406,6 +405,12 @@ int lism_cmd_unload(const struct lism_opts *o)
 		err = lism_snapshot_read(&in, &s);
 		if (err) {
 			lism_err("reading the instance failed: %s", strerror(-err));
+			ret = LISM_EXIT_FAIL;
+			goto out;
+		}
+		err = lism_shortcut_map_count(&in, s.dev.capacity + 1, &s.shortcut_sockets);
+		if (err) {
+			lism_err("reading the shortcut map failed: %s", strerror(-err));
 			ret = LISM_EXIT_FAIL;
 			goto out;
 		}

@@ -60,7 +60,7 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 	counter(f, "lism_shortcut_sends_total", "Sends redirected through the shortcut.", st[LISM_S_SC_MSGS]);
 	counter(f, "lism_tcp_sends_total", "Sends of paired sockets that went over TCP.", st[LISM_S_TCP_MSGS]);
 	counter(f, "lism_tcp_bytes_total",
-		"Bytes of paired sockets sent over TCP (a lower bound, see docs/maps.md).",
+		"Bytes of paired sockets sent over TCP (approximate, see docs/maps.md).",
 		st[LISM_S_TCP_BYTES]);
 	counter(f, "lism_sync_holds_total", "Sends kept on TCP until the peer read earlier TCP bytes.",
 		st[LISM_S_SYNC_HOLDS]);

@@ -79,19 +79,23 @@ enum lism_tx {
 #define LISM_CONN_DONE_WRITING (1u << 0) /* this end shut down its write side */
 #define LISM_CONN_CLOSED (1u << 1)       /* this end is closed */
 #define LISM_CONN_ABORT (1u << 2)        /* this end was reset */
+#define LISM_CONN_SEEN_BLOCKING (1u << 3) /* the peer's sender found this end's reader blocking
+					     and sent over TCP: nothing of its is in flight to it */
 
 /* The "dmbs" map (token table), indexed by the token's slot. */
 struct lism_dmb {
 	__u64 token;         /* 0 when the slot is free */
 	__u64 peer_token;    /* the other end's token (active: set by the passive side's claim) */
 	__u32 state;         /* enum lism_state (a word, so it can be compare-and-swapped) */
+	__u32 conn_flags;    /* LISM_CONN_* (a word: both ends set bits atomically) */
 	__u8 role;           /* enum lism_role */
 	__u8 reason;         /* enum lism_reason, when state is FALLBACK */
 	__u8 peer_reason;    /* the peer's reason, when reason is PEER_DECLINED */
-	__u8 conn_flags;     /* LISM_CONN_* */
+	__u8 pad0;
 	__u16 lport;         /* local port, host order */
 	__u16 rport;         /* remote port as the socket sees it (after NAT), host order */
 	__u32 dmb_size;
+	__u32 pad1;
 	__u8 laddr[16];      /* IPv6, or IPv4 as ::ffff:a.b.c.d */
 	__u8 raddr[16];
 	struct lism_cursor prod; /* moved by the peer's sender */

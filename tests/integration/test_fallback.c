@@ -309,7 +309,7 @@ Test(fallback, out_of_scope_destination_gets_no_option)
  * waits, so bytes redirected meanwhile would hang the reader or be
  * overtaken by later TCP bytes.
  */
-Test(fallback, blocking_accepted_socket_waitall_reader)
+static void blocking_accepted_waitall(int send_before_accept)
 {
 	int port = 0, l, c, s;
 	pid_t pid;
@@ -320,10 +320,12 @@ Test(fallback, blocking_accepted_socket_waitall_reader)
 	env_enter(&e);
 	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
 	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	if (send_before_accept) /* the server socket exists but has no file yet */
+		cr_assert_eq(send_all(c, 31, 0, 50), 0);
 	s = tcp_accept(l, 0, 5000); /* blocking */
 	pid = fork();
 	if (pid == 0) { /* the client: half a message now, the rest once the reader waits */
-		if (send_all(c, 31, 0, 50))
+		if (!send_before_accept && send_all(c, 31, 0, 50))
 			_exit(2);
 		usleep(200000);
 		if (send_all(c, 31, 50, 50))
@@ -343,8 +345,15 @@ Test(fallback, blocking_accepted_socket_waitall_reader)
 
 	snap(&e, &st_);
 	cr_assert_eq(st_.reasons[LISM_R_BLOCKING], 1, "the blocking end did not leave the shortcut");
-	cr_assert_eq(st_.shortcut_sockets, 1, "only the client stays in the map");
+	struct lism_instance in;
+	__u32 members;
+
+	cr_assert_eq(lism_instance_open(&in, e.pin), 0);
+	cr_assert_eq(lism_shortcut_map_count(&in, 100, &members), 0);
+	lism_instance_close(&in);
+	cr_assert_eq(members, 1, "only the client stays in the map");
 	cr_assert_eq(st_.stats[LISM_S_SC_BYTES], 0, "bytes were redirected to a blocking reader");
+	cr_assert_eq(st_.confirmed, 0, "the client still counts as on the shortcut");
 	int st;
 
 	waitpid(pid, &st, 0);
@@ -352,4 +361,14 @@ Test(fallback, blocking_accepted_socket_waitall_reader)
 	close(c);
 	close(s);
 	close(l);
+}
+
+Test(fallback, blocking_accepted_socket_waitall_reader)
+{
+	blocking_accepted_waitall(0);
+}
+
+Test(fallback, blocking_accepted_socket_bytes_sent_before_accept)
+{
+	blocking_accepted_waitall(1);
 }
