@@ -136,7 +136,7 @@ static struct json_object *jcursor(struct lism_cursor cur)
 	return o;
 }
 
-static struct json_object *jendpoint(const __u8 addr[16], __u16 port)
+struct json_object *lism_json_endpoint(const __u8 addr[16], __u16 port)
 {
 	char buf[64], *colon;
 	struct json_object *o = json_object_new_object();
@@ -154,7 +154,7 @@ static struct json_object *jendpoint(const __u8 addr[16], __u16 port)
 	return o;
 }
 
-static struct json_object *jtoken(__u64 t)
+struct json_object *lism_json_token(__u64 t)
 {
 	char buf[24];
 
@@ -171,15 +171,15 @@ struct json_object *lism_conn_json(const struct lism_conn *c)
 	static const char *const roles[] = { "none", "active", "passive", "listener" };
 
 	json_object_object_add(o, "state", json_object_new_string(lism_tcp_state_name(c->row.tcp_state)));
-	json_object_object_add(o, "local", jendpoint(c->row.laddr, c->row.lport));
-	json_object_object_add(o, "peer", jendpoint(c->row.raddr, c->row.rport));
+	json_object_object_add(o, "local", lism_json_endpoint(c->row.laddr, c->row.lport));
+	json_object_object_add(o, "peer", lism_json_endpoint(c->row.raddr, c->row.rport));
 	json_object_object_add(o, "mode", json_object_new_string(modes[m]));
 	json_object_object_add(o, "reason", json_object_new_string(lism_reason_name(reason)));
 	json_object_object_add(o, "reason_code", json_object_new_int((int)reason));
 	json_object_object_add(o, "role", json_object_new_string(roles[c->row.st.role & 3]));
 	json_object_object_add(o, "tx", json_object_new_string(tx_name(c->row.st.tx)));
-	json_object_object_add(o, "token", jtoken(c->row.st.token));
-	json_object_object_add(o, "peer_token", jtoken(c->row.st.peer_token));
+	json_object_object_add(o, "token", lism_json_token(c->row.st.token));
+	json_object_object_add(o, "peer_token", lism_json_token(c->row.st.peer_token));
 	json_object_object_add(o, "unread", json_object_new_uint64(c->row.unread));
 	if (c->has_me) {
 		json_object_object_add(o, "dmb_size", json_object_new_uint64(c->me.dmb_size));

@@ -28,6 +28,10 @@ enum lism_conn_mode lism_conn_mode(const struct lism_conn *c, unsigned int *reas
 void lism_conn_mode_str(const struct lism_conn *c, char *buf, size_t len);
 /* "127.0.0.1:80" or "[::1]:80" */
 void lism_fmt_endpoint(const __u8 addr[16], __u16 port, char *buf, size_t len);
+/* {"addr": "127.0.0.1", "port": 80} */
+struct json_object *lism_json_endpoint(const __u8 addr[16], __u16 port);
+/* "0x8000beef00000007": tokens as strings, JSON numbers lose 64-bit precision */
+struct json_object *lism_json_token(__u64 token);
 /* header and row, under 80 columns unless @wide */
 void lism_conn_header(int wide, char *buf, size_t len);
 void lism_conn_format(const struct lism_conn *c, int wide, char *buf, size_t len);

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "pins.h"
+#include "signals.h"
 
 struct http_ctx {
 	const char *pin_path;
@@ -200,20 +201,12 @@ int lism_cmd_run(const struct lism_opts *o)
 	struct MHD_Daemon *http = NULL;
 	struct sockaddr_storage sa;
 	struct pollfd p[2];
-	sigset_t mask;
 	int ret, sfd = -1, stop = 0, loaded = 0, started = 0;
 
-	/*
-	 * Signals arrive through an fd, blocked before anything else: a SIGTERM
-	 * during the load waits until the load is whole.
-	 */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	/* blocked before anything else: a SIGTERM during the load waits until it is whole */
+	sfd = lism_stop_signals_fd();
 	if (sfd < 0) {
-		lism_err("signalfd failed: %s", strerror(errno));
+		lism_err("signalfd failed: %s", strerror(-sfd));
 		return LISM_EXIT_FAIL;
 	}
 	memset(&ctx, 0, sizeof(ctx));

@@ -3,8 +3,6 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/signalfd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +13,7 @@
 #include "log.h"
 #include "pins.h"
 #include "reason.h"
+#include "signals.h"
 
 struct lism_events {
 	struct ring_buffer *rb;
@@ -77,27 +76,10 @@ void lism_event_format(const struct lism_event *ev, __s64 mono_to_real_ns, char 
 		snprintf(buf + n, len - n, " rx_bytes %llu", (unsigned long long)ev->rx_bytes);
 }
 
-static struct json_object *jendpoint(const __u8 addr[16], __u16 port)
-{
-	char buf[64], *colon, *a = buf;
-	struct json_object *o = json_object_new_object();
-
-	lism_fmt_endpoint(addr, port, buf, sizeof(buf));
-	colon = strrchr(buf, ':');
-	*colon = '\0';
-	if (buf[0] == '[') {
-		buf[strlen(buf) - 1] = '\0';
-		a++;
-	}
-	json_object_object_add(o, "addr", json_object_new_string(a));
-	json_object_object_add(o, "port", json_object_new_int(port));
-	return o;
-}
-
 struct json_object *lism_event_json(const struct lism_event *ev, __s64 mono_to_real_ns)
 {
 	struct json_object *o = json_object_new_object();
-	char when[40], tok[24];
+	char when[40];
 
 	lism_event_time(ev->ts_ns, mono_to_real_ns, when, sizeof(when));
 	json_object_object_add(o, "time", json_object_new_string(when));
@@ -105,12 +87,10 @@ struct json_object *lism_event_json(const struct lism_event *ev, __s64 mono_to_r
 	json_object_object_add(o, "role", json_object_new_string(role_name(ev->role)));
 	json_object_object_add(o, "reason", json_object_new_string(lism_reason_name(ev->reason)));
 	json_object_object_add(o, "reason_code", json_object_new_int(ev->reason));
-	json_object_object_add(o, "local", jendpoint(ev->laddr, ev->lport));
-	json_object_object_add(o, "peer", jendpoint(ev->raddr, ev->rport));
-	snprintf(tok, sizeof(tok), "0x%016llx", (unsigned long long)ev->token);
-	json_object_object_add(o, "token", json_object_new_string(tok));
-	snprintf(tok, sizeof(tok), "0x%016llx", (unsigned long long)ev->peer_token);
-	json_object_object_add(o, "peer_token", json_object_new_string(tok));
+	json_object_object_add(o, "local", lism_json_endpoint(ev->laddr, ev->lport));
+	json_object_object_add(o, "peer", lism_json_endpoint(ev->raddr, ev->rport));
+	json_object_object_add(o, "token", lism_json_token(ev->token));
+	json_object_object_add(o, "peer_token", lism_json_token(ev->peer_token));
 	json_object_object_add(o, "rx_bytes", json_object_new_uint64(ev->rx_bytes));
 	return o;
 }
@@ -196,17 +176,11 @@ int lism_cmd_events(const struct lism_opts *o)
 {
 	struct lism_events *ev;
 	struct pollfd p[2];
-	sigset_t mask;
 	int err = 0, sfd;
 
-	/* signals through an fd: none lost between a check and the wait */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	sfd = lism_stop_signals_fd();
 	if (sfd < 0) {
-		lism_err("signalfd failed: %s", strerror(errno));
+		lism_err("signalfd failed: %s", strerror(-sfd));
 		return LISM_EXIT_FAIL;
 	}
 	err = lism_events_open(o->pin_path, o->json, o->all_events, stdout, &ev);

@@ -60,18 +60,15 @@ int lism(const struct env *e, const char *args)
 	return sh("%s %s --pin-path %s >/dev/null 2>&1", lism_bin(), args, e->pin);
 }
 
-int lism_out(const struct env *e, const char *args, char *out, size_t len)
+int sh_out(const char *cmd, char *out, size_t len)
 {
-	char cmd[16384];
 	size_t n = 0;
 	FILE *p;
 	int st;
 
-	cr_assert_lt(snprintf(cmd, sizeof(cmd), "%s %s --pin-path %s 2>&1", lism_bin(), args, e->pin),
-		     (int)sizeof(cmd));
 	p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	while (n + 1 < len && !feof(p)) {
+	cr_assert_not_null(p, "popen %s", cmd);
+	while (n + 1 < len) {
 		size_t r = fread(out + n, 1, len - 1 - n, p);
 
 		if (!r)
@@ -81,6 +78,15 @@ int lism_out(const struct env *e, const char *args, char *out, size_t len)
 	out[n] = '\0';
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int lism_out(const struct env *e, const char *args, char *out, size_t len)
+{
+	char cmd[16384];
+
+	cr_assert_lt(snprintf(cmd, sizeof(cmd), "%s %s --pin-path %s 2>&1", lism_bin(), args, e->pin),
+		     (int)sizeof(cmd));
+	return sh_out(cmd, out, len);
 }
 
 static void write_file(const char *path, const char *s)

@@ -40,6 +40,8 @@ void env_down(struct env *e);
 
 /* Run a shell command; returns its exit status (or -1). */
 int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Run a shell command capturing its standard output; returns its exit status. */
+int sh_out(const char *cmd, char *out, size_t len);
 /* Run build/lism with @args and --pin-path of @e; returns its exit status. */
 int lism(const struct env *e, const char *args);
 /* Same, capturing stdout into @out. */

@@ -82,39 +82,28 @@ Test(cli, needs_root)
 
 	require_root();
 	env_up(&e, NULL);
-	FILE *p = popen("cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "
-			"\"$LISM_BIN\" load --pin-path /sys/fs/bpf/lism-t-nobody 2>&1", "r");
-	size_t n = fread(out, 1, sizeof(out) - 1, p);
-
-	out[n] = '\0';
-	rc = pclose(p);
-	expect(WEXITSTATUS(rc), LISM_EXIT_ENV, out, "must run as root");
+	rc = sh_out("cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "
+		    "\"$LISM_BIN\" load --pin-path /sys/fs/bpf/lism-t-nobody 2>&1",
+		    out, sizeof(out));
+	expect(rc, LISM_EXIT_ENV, out, "must run as root");
 }
 
 Test(cli, pins_are_root_only_and_readable_with_bpftool)
 {
 	char out[65536], cmd[PATH_MAX + 64];
 	struct stat st;
-	FILE *p;
-	size_t n;
 
 	require_root();
 	env_up(&e, NULL);
 	cr_assert_eq(stat(e.pin, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0700, "pin dir mode %o", st.st_mode & 0777);
 	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/device 2>&1", e.pin);
-	p = popen(cmd, "r");
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	pclose(p);
+	cr_assert_eq(sh_out(cmd, out, sizeof(out)), 0, "%s", out);
 	/* BTF makes the dump name every field */
 	cr_assert(strstr(out, "\"gid\"") && strstr(out, "\"chid\": 65535") && strstr(out, "\"max_dmbs\""),
 		  "device dump: %s", out);
 	snprintf(cmd, sizeof(cmd), "bpftool map dump pinned %s/dmbs 2>&1 | head -40", e.pin);
-	p = popen(cmd, "r");
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	pclose(p);
+	sh_out(cmd, out, sizeof(out));
 	cr_assert(strstr(out, "\"peer_token\"") && strstr(out, "\"prod\""), "dmbs dump: %s", out);
 }
 

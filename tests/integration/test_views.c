@@ -290,23 +290,9 @@ Test(views, events_json_delivers_confirm_and_close)
 static int curl(const char *url, char *out, size_t len)
 {
 	char cmd[512];
-	size_t n = 0;
-	FILE *p;
-	int st;
 
 	snprintf(cmd, sizeof(cmd), "curl -s -o - -w '\\n%%{http_code}' %s", url);
-	p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	while (n + 1 < len) {
-		size_t r = fread(out + n, 1, len - 1 - n, p);
-
-		if (!r)
-			break;
-		n += r;
-	}
-	out[n] = '\0';
-	st = pclose(p);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "curl %s failed", url);
+	cr_assert_eq(sh_out(cmd, out, len), 0, "curl %s failed", url);
 	return atoi(strrchr(out, '\n') + 1);
 }
 
