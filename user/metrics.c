@@ -10,7 +10,7 @@ static void family(FILE *f, const char *name, const char *type, const char *help
 static void gauge(FILE *f, const char *name, const char *help, double v)
 {
 	family(f, name, "gauge", help);
-	fprintf(f, "%s %.17g\n", name, v);
+	fprintf(f, "%s %.10g\n", name, v);
 }
 
 static void counter(FILE *f, const char *name, const char *help, __u64 v)
