@@ -44,7 +44,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 
-.PHONY: all deps run test unit integration install clean help
+.PHONY: all deps run test unit integration fuzz install clean help
 .DEFAULT_GOAL := all
 # keep generated objects between the skeleton steps
 .SECONDARY:
@@ -58,6 +58,7 @@ help:
 	@echo 'make test         deps + build + every test (unit, then integration as root)'
 	@echo 'make unit         unprivileged unit tests only'
 	@echo 'make integration  integration tests only (root: netns, cgroup2, bpffs)'
+	@echo 'make fuzz         libFuzzer on the option and command-line parsers (FUZZ_SECONDS=$(FUZZ_SECONDS) each)'
 	@echo 'make install      install lism to $(PREFIX)/sbin and lism(8)'
 	@echo 'make clean        remove $(BUILD)/'
 	@echo 'V=1               show the commands'
@@ -127,6 +128,30 @@ $(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(LI
 	$(Q)$(CC) $(USER_CFLAGS) -Itests/integration -I$(BUILD)/tests $(INTEG_SRCS) $(LIB_OBJS) \
 		$(USER_LIBS) -lcriterion -lpthread -o $@
 
+# libFuzzer targets: the TCP option parser (wire input) and the command line.
+FUZZ_TARGETS := option cli
+FUZZ_SECONDS ?= 300
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -Iuser
+$(BUILD)/fuzz:
+	$(Q)mkdir -p $@
+
+$(BUILD)/fuzz/fuzz_option: tests/fuzz/fuzz_option.c include/lism/option.h | $(BUILD)/fuzz
+	$(call say,CLANG,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< -o $@
+
+$(BUILD)/fuzz/fuzz_cli: tests/fuzz/fuzz_cli.c user/cli.c user/cli.h include/lism/abi.h | $(BUILD)/fuzz
+	$(call say,CLANG,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_cli.c user/cli.c -o $@
+
+fuzz: $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
+	$(Q)for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(BUILD)/fuzz/corpus-$$t; \
+		echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; \
+		$(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			$(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t 2>&1 | \
+			grep -E 'Done [0-9]+ runs|ERROR|SUMMARY' || exit 1; \
+	done
+
 run: deps all
 	$(Q)if $(BUILD)/lism status >/dev/null 2>&1; then \
 		echo "lism is already loaded; its status:"; \
@@ -142,7 +167,8 @@ integration: $(BUILD)/lism $(BUILD)/tests/integration
 	$(Q)LISM_BIN=$(abspath $(BUILD)/lism) $(BUILD)/tests/integration --jobs 1
 
 # Each suite prints Criterion's synthesis; the last line adds them up.
-test: deps all $(BUILD)/tests/unit $(BUILD)/tests/unit-asan $(BUILD)/tests/integration
+test: deps all $(BUILD)/tests/unit $(BUILD)/tests/unit-asan $(BUILD)/tests/integration \
+		$(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 	$(Q)tests/run-all.sh $(BUILD)
 
 install: all

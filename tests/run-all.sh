@@ -39,6 +39,24 @@ run() { # name, command...
 
 run unit "$build/tests/unit" --jobs 2
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run unit-asan "$build/tests/unit-asan" --jobs 2
+# Fuzz smoke: each libFuzzer target for a bounded time from the shipped seeds.
+for t in option cli; do
+	echo "== fuzz $t (10 s)"
+	mkdir -p "$build/fuzz/corpus-$t"
+	out=$("$build/fuzz/fuzz_$t" -max_total_time=10 "$build/fuzz/corpus-$t" "tests/fuzz/corpus/$t" 2>&1)
+	rc=$?
+	runs=$(printf '%s\n' "$out" | sed -nE 's/^Done ([0-9]+) runs.*/\1/p')
+	if [ "$rc" -eq 0 ] && [ -n "$runs" ]; then
+		echo "fuzz $t: $runs runs, no finding"
+		passed=$((passed + 1))
+	else
+		printf '%s\n' "$out" | tail -30
+		echo "fuzz $t: FAILED (exit $rc)"
+		failed=$((failed + 1))
+		status=1
+	fi
+done
+
 if [ "$(id -u)" -ne 0 ] && [ "${CI:-}" != true ]; then
 	echo "== integration: skipped (needs root for netns, cgroup2 and bpffs; run 'sudo make test')"
 else
