@@ -7,6 +7,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "conns.h"
 #include "harness.h"
 #include "traffic.h"
 
@@ -344,4 +349,66 @@ Test(shortcut, twenty_thousand_short_connections)
 	cr_assert_eq(s.stats[LISM_S_CLOSES], 2 * N);
 	cr_assert_eq(s.stats[LISM_S_FALLBACKS], 0);
 	assert_shortcut_carried((__u64)N * 1200, 100);
+}
+
+/* TCP's "sockstat" memory, in bytes, for this network namespace. */
+static long tcp_mem_bytes(void)
+{
+	char line[256];
+	long pages = -1;
+	FILE *f = fopen("/proc/net/sockstat", "r");
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "TCP: inuse %*d orphan %*d tw %*d alloc %*d mem %ld", &pages) == 1)
+			break;
+	fclose(f);
+	return pages * sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * A reader that stops reading: the writer must be stopped (EAGAIN), not
+ * fill kernel memory, and every byte must arrive once reading resumes.
+ */
+Test(shortcut, stalled_reader_bounds_memory)
+{
+	const __u64 limit = 1ull << 30, chunk = 64u << 10;
+	struct lism_instance in;
+	struct lism_conn *conns;
+	__u64 sent = 0;
+	long mem_before, mem_stalled;
+	size_t n;
+	int c, sv;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	mem_before = tcp_mem_bytes();
+	while (sent < limit) {
+		__u64 len;
+		ssize_t w = send(c, (const char *)pattern_span_public(5, sent, chunk, &len), len,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (w < 0) {
+			cr_assert_eq(errno, EAGAIN, "send: %s", strerror(errno));
+			break;
+		}
+		sent += w;
+	}
+	cr_assert_lt(sent, limit, "1 GiB went into a reader that never reads");
+	mem_stalled = tcp_mem_bytes();
+	cr_assert_eq(lism_instance_open(&in, e.pin), 0);
+	cr_assert_eq(lism_conns_collect(&in, &conns, &n), 0);
+	lism_instance_close(&in);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_leq(conns[i].row.unread, LISM_DEFAULT_DMB_SIZE + (1u << 20),
+				      "the DMB bound was exceeded: %u unread", conns[i].row.unread);
+	free(conns);
+	fprintf(stderr, "stalled reader: writer stopped after %llu bytes; TCP memory %+ld KiB\n",
+		(unsigned long long)sent, (mem_stalled - mem_before) / 1024);
+	cr_assert_lt(sent, 64ull << 20, "more than 64 MiB accepted for a stalled reader");
+	cr_assert_eq(recv_check(sv, 5, 0, sent, 30000), 0, "bytes lost or reordered");
+	close(c);
+	close(sv);
+	assert_drained();
 }

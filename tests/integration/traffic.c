@@ -55,6 +55,12 @@ static const __u8 *pattern_span(__u32 seed, __u64 pos, __u64 want, __u64 *len)
 	return pat + off;
 }
 
+const __u8 *pattern_span_public(__u32 seed, __u64 pos, __u64 want, __u64 *len)
+{
+	pattern_init();
+	return pattern_span(seed, pos, want, len);
+}
+
 void set_nonblock(int fd, int on)
 {
 	int fl = fcntl(fd, F_GETFL);

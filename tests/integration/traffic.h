@@ -18,6 +18,8 @@ void tcp_pair(int family, const char *addr, int nonblock, int *c, int *s);
 
 /* The pattern a stream of @seed carries at @pos: what every receiver checks. */
 __u8 pattern_at(__u32 seed, __u64 pos);
+/* Pattern bytes from @pos, at most @want of them; *len says how many. */
+const __u8 *pattern_span_public(__u32 seed, __u64 pos, __u64 want, __u64 *len);
 
 struct pump_result {
 	__u64 moved[2];      /* bytes a->b, b->a that arrived and matched */
