@@ -227,6 +227,16 @@ static __always_inline int request_listener_nonblocking(struct bpf_sock_ops *s)
 	return lsk && sock_nonblocking(lsk);
 }
 
+/* The request sock's sequence numbers: the client's ISN, and the one of our SYN-ACK. */
+static __always_inline void request_isns(struct bpf_sock_ops *s, __u32 *rcv_isn, __u32 *snt_isn)
+{
+	struct bpf_sock_ops_kern *k = bpf_cast_to_kern_ctx(s);
+	struct tcp_request_sock *treq = (struct tcp_request_sock *)k->sk;
+
+	*rcv_isn = BPF_CORE_READ(treq, rcv_isn);
+	*snt_isn = BPF_CORE_READ(treq, snt_isn);
+}
+
 static __always_inline int blocking_ok(const struct lism_device *d, int nonblocking)
 {
 	return nonblocking || (d->flags & LISM_DEV_F_ALLOW_BLOCKING);
@@ -236,6 +246,7 @@ static void on_connect(struct bpf_sock_ops *s)
 {
 	struct lism_device *d = lism_dev();
 	struct bpf_sock *sk = s->sk;
+	struct tcp_sock *tp;
 	struct lism_sk *st;
 	struct lism_dmb *e;
 	struct addr6 r;
@@ -270,6 +281,9 @@ static void on_connect(struct bpf_sock_ops *s)
 		sk_fallback(s, st, NULL, LISM_R_MAX_DMB);
 		return;
 	}
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (tp)
+		e->isn = tp->write_seq; /* the SYN about to go out carries it */
 	st->token = e->token;
 	st->slot = lism_token_slot(e->token);
 	st->state = LISM_ST_PROPOSED;
@@ -297,12 +311,20 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 			    const struct lism_opt *o, int claim)
 {
 	struct lism_dmb *se, *re;
+	__u32 rcv_isn, snt_isn;
 	__u64 claimed, rtoken;
 	struct addr6 r;
 
 	se = dmb_by_token(o->token);
 	if (!se || se->role != LISM_ROLE_ACTIVE)
 		return 0; /* not a live proposal of this kernel */
+	request_isns(s, &rcv_isn, &snt_isn);
+	if (rcv_isn != se->isn) {
+		/* the token is live, but this SYN is not the one that carried it */
+		if (claim)
+			reason_count(LISM_R_HANDSHAKE_INVALID);
+		return 0;
+	}
 	sockops_remote(s, &r);
 	claimed = se->peer_token;
 	if (claimed) {
@@ -336,6 +358,7 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 		return 0;
 	}
 	re->peer_token = o->token;
+	re->isn = snt_isn;
 	rtoken = re->token;
 	if (__sync_val_compare_and_swap(&se->peer_token, 0, rtoken) != 0) {
 		reason_count(LISM_R_TOKEN_CLAIMED);
@@ -377,7 +400,14 @@ static void check_member_mode(struct bpf_sock_ops *s)
 	if (!d || !sk)
 		return;
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
-	if (!st || !st->token || (st->flags & LISM_SKF_ALLOW_BLOCKING)) {
+	/*
+	 * Only a passive member decides here.  This callback also runs for a
+	 * client in SYN_SENT (tcp_current_mss calls it without a packet), whose
+	 * flag must stay on for its SYN retransmissions to carry the option.
+	 */
+	if (!st || st->role != LISM_ROLE_PASSIVE || st->state != LISM_ST_CONFIRMED || !st->token)
+		return;
+	if (st->flags & LISM_SKF_ALLOW_BLOCKING) {
 		cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
 		return;
 	}
@@ -513,6 +543,7 @@ static void on_active_established(struct bpf_sock_ops *s)
 	struct lism_device *d = lism_dev();
 	struct bpf_sock *sk = s->sk;
 	struct lism_dmb *se, *re;
+	struct tcp_sock *tp;
 	struct lism_sk *st;
 	struct lism_opt o;
 	int err;
@@ -546,8 +577,10 @@ static void on_active_established(struct bpf_sock_ops *s)
 		return;
 	}
 	re = dmb_by_token(o.token);
-	if (!re || re->role != LISM_ROLE_PASSIVE || re->peer_token != st->token ||
-	    se->peer_token != o.token) {
+	tp = bpf_skc_to_tcp_sock(sk);
+	/* rcv_nxt is the SYN-ACK's sequence + 1: it must be the SYN-ACK R's listener sent */
+	if (!re || !tp || re->role != LISM_ROLE_PASSIVE || re->peer_token != st->token ||
+	    se->peer_token != o.token || re->isn != tp->rcv_nxt - 1) {
 		sk_fallback(s, st, se, LISM_R_HANDSHAKE_INVALID);
 		return;
 	}
