@@ -402,3 +402,58 @@ Test(views, set_active_off_keeps_existing_shortcuts)
 	close(c3);
 	close(s3);
 }
+
+/* kill -9 of the daemon in the middle of a transfer: bytes keep flowing, a restart adopts. */
+Test(views, sigkill_of_the_daemon_mid_transfer)
+{
+	char buf[8192] = "", args[128];
+	struct pump_result r;
+	struct lism_snapshot st;
+	int out, c, s, port = 30000 + getpid() % 1000;
+
+	require_root();
+	env_up(&e, NULL);
+	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d", port);
+	child = spawn_lism(args, &out);
+	cr_assert(wait_for(out, buf, sizeof(buf), "running", 5000), "%s", buf);
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	int killed[2];
+
+	cr_assert_eq(pipe2(killed, O_NONBLOCK), 0);
+	pid_t killer = fork();
+
+	if (killer == 0) { /* 20 ms into the transfer */
+		usleep(20000);
+		kill(child, SIGKILL);
+		_exit(write(killed[1], "k", 1) == 1 ? 0 : 1);
+	}
+	pump(c, s, 256u << 20, 256u << 20, 256u << 10, 21, 60000, &r);
+	char k;
+
+	cr_assert_eq(read(killed[0], &k, 1), 1, "the transfer ended before the daemon was killed");
+	cr_assert(r.ok, "a transfer across kill -9 of the daemon: %s", r.why);
+	waitpid(killer, NULL, 0);
+	close(killed[0]);
+	close(killed[1]);
+	int st_;
+
+	cr_assert_eq(waitpid(child, &st_, WNOHANG), child, "the daemon was not killed during the run");
+	cr_assert(WIFSIGNALED(st_) && WTERMSIG(st_) == SIGKILL);
+	child = -1;
+	close(out);
+	snap(&e, &st);
+	cr_assert_eq(st.confirmed, 1);
+	cr_assert_geq(st.stats[LISM_S_SC_BYTES], 400u << 20, "the shortcut stopped with the daemon");
+	env_leave(&e);
+	buf[0] = '\0';
+	child = spawn_lism(args, &out);
+	cr_assert(wait_for(out, buf, sizeof(buf), "running", 5000), "%s", buf);
+	cr_assert(strstr(buf, "adopting"), "the restart did not adopt: %s", buf);
+	kill(child, SIGTERM);
+	waitpid(child, NULL, 0);
+	child = -1;
+	close(out);
+	close(c);
+	close(s);
+}
