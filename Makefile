@@ -44,7 +44,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 
-.PHONY: all deps run test unit integration fuzz install clean help
+.PHONY: all deps run test unit integration fuzz soak install clean help
 .DEFAULT_GOAL := all
 # keep generated objects between the skeleton steps
 .SECONDARY:
@@ -59,6 +59,7 @@ help:
 	@echo 'make unit         unprivileged unit tests only'
 	@echo 'make integration  integration tests only (root: netns, cgroup2, bpffs)'
 	@echo 'make fuzz         libFuzzer on the option and command-line parsers (FUZZ_SECONDS=$(FUZZ_SECONDS) each)'
+	@echo 'make soak         TCP_CRR for SOAK_SECONDS=$(SOAK_SECONDS) (12 threads) + SOAK_GIB=$(SOAK_GIB) GiB each way, root'
 	@echo 'make install      install lism to $(PREFIX)/sbin and lism(8)'
 	@echo 'make clean        remove $(BUILD)/'
 	@echo 'V=1               show the commands'
@@ -151,6 +152,13 @@ fuzz: $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 			$(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t 2>&1 | \
 			grep -E 'Done [0-9]+ runs|ERROR|SUMMARY' || exit 1; \
 	done
+
+# The long soak; `make test` runs the same test for 120 s and 2 GiB.
+SOAK_SECONDS ?= 600
+SOAK_GIB ?= 5
+soak: deps all $(BUILD)/tests/integration
+	$(Q)LISM_SOAK_SECONDS=$(SOAK_SECONDS) LISM_SOAK_GIB=$(SOAK_GIB) LISM_BIN=$(abspath $(BUILD)/lism) \
+		$(BUILD)/tests/integration --jobs 1 --filter 'soak/*'
 
 run: deps all
 	$(Q)if $(BUILD)/lism status >/dev/null 2>&1; then \

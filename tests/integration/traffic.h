@@ -16,7 +16,10 @@ void set_nonblock(int fd, int on);
 /* Connected, established pair over @addr: *c client, *s server end. */
 void tcp_pair(int family, const char *addr, int nonblock, int *c, int *s);
 
-/* The pattern a stream of @seed carries at @pos: what every receiver checks. */
+/*
+ * The pattern a stream of @seed carries at @pos: what every receiver checks.
+ * Built on first use, which is not thread-safe: call once before threads.
+ */
 __u8 pattern_at(__u32 seed, __u64 pos);
 /* Pattern bytes from @pos, at most @want of them; *len says how many. */
 const __u8 *pattern_span_public(__u32 seed, __u64 pos, __u64 want, __u64 *len);

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Soak: the uperf TCP_CRR profile (12 threads, each connect / write 200 B /
+ * read 1000 B / close, as fast as they can) for LISM_SOAK_SECONDS, then one
+ * checksummed stream of LISM_SOAK_GIB each way.  Every byte is checked;
+ * zero errors, zero refused or reset connections, and the DMB table and
+ * lism's sockets back to zero afterwards.  `make test` runs a short version,
+ * `make soak` the full one.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conns.h"
+#include "harness.h"
+#include "traffic.h"
+
+enum { CLIENTS = 12, REQ = 200, RESP = 1000 };
+
+static struct env e;
+
+static void down(void)
+{
+	env_down(&e);
+}
+
+TestSuite(soak, .fini = down, .timeout = 3600);
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static long env_long(const char *name, long def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? strtol(v, NULL, 10) : def;
+}
+
+struct soak {
+	int port;
+	double deadline;
+	atomic_long conns, errors, refused, reset, mismatches;
+	atomic_int stop;
+	char first_error[256];
+	pthread_mutex_t lock;
+};
+
+static void note_error(struct soak *s, atomic_long *counter, const char *what, int err)
+{
+	atomic_fetch_add(counter, 1);
+	atomic_fetch_add(&s->errors, 1);
+	pthread_mutex_lock(&s->lock);
+	if (!s->first_error[0])
+		snprintf(s->first_error, sizeof(s->first_error), "%s: %s", what, strerror(err));
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Wait until @fd is ready for @ev (or 5 s). */
+static int wait_fd(int fd, short ev)
+{
+	struct pollfd p = { .fd = fd, .events = ev };
+
+	return poll(&p, 1, 5000) == 1 ? 0 : -ETIMEDOUT;
+}
+
+static int read_exact(int fd, __u8 *buf, size_t n)
+{
+	for (size_t got = 0; got < n;) {
+		ssize_t r = recv(fd, buf + got, n - got, 0);
+
+		if (r > 0) {
+			got += r;
+		} else if (r == 0) {
+			return -EPIPE;
+		} else if (errno == EAGAIN) {
+			if (wait_fd(fd, POLLIN))
+				return -ETIMEDOUT;
+		} else {
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+static int write_exact(int fd, const __u8 *buf, size_t n)
+{
+	for (size_t put = 0; put < n;) {
+		ssize_t w = send(fd, buf + put, n - put, MSG_NOSIGNAL);
+
+		if (w > 0)
+			put += w;
+		else if (w < 0 && errno == EAGAIN)
+			wait_fd(fd, POLLOUT);
+		else
+			return w < 0 ? -errno : -EPIPE;
+	}
+	return 0;
+}
+
+static void fill(__u8 *buf, size_t n, __u32 seed)
+{
+	for (size_t i = 0; i < n; i++)
+		buf[i] = pattern_at(seed, i);
+}
+
+/* One CRR client: connect, send a request naming itself, check the answer, close. */
+static void *client(void *arg)
+{
+	struct soak *s = arg;
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(s->port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	__u8 req[REQ], resp[RESP], want[RESP];
+	static atomic_uint next_id;
+
+	while (!atomic_load(&s->stop) && now_s() < s->deadline) {
+		__u32 id = atomic_fetch_add(&next_id, 1);
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), err = 0;
+		socklen_t len = sizeof(err);
+
+		if (fd < 0) {
+			note_error(s, &s->errors, "socket", errno);
+			continue;
+		}
+		if (connect(fd, (struct sockaddr *)&to, sizeof(to)) && errno != EINPROGRESS) {
+			note_error(s, errno == ECONNREFUSED ? &s->refused : &s->errors, "connect", errno);
+			close(fd);
+			continue;
+		}
+		if (wait_fd(fd, POLLOUT) || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+			note_error(s, err == ECONNREFUSED ? &s->refused : &s->errors, "connect", err ? err : ETIMEDOUT);
+			close(fd);
+			continue;
+		}
+		fill(req, REQ, id);
+		memcpy(req, &id, sizeof(id));
+		err = write_exact(fd, req, REQ);
+		if (!err)
+			err = read_exact(fd, resp, RESP);
+		if (err) {
+			note_error(s, err == -ECONNRESET ? &s->reset : &s->errors, "request", -err);
+		} else {
+			fill(want, RESP, id ^ 0x5a5a5a5a);
+			if (memcmp(resp, want, RESP))
+				note_error(s, &s->mismatches, "response bytes", EILSEQ);
+			else
+				atomic_fetch_add(&s->conns, 1);
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+struct conn_state {
+	int fd;
+	size_t got;
+	__u8 req[REQ];
+};
+
+/* The server: one epoll loop; answers each request, then closes first (TIME_WAIT stays here). */
+static void *server(void *arg)
+{
+	struct soak *s = arg;
+	struct epoll_event ev, out[64];
+	int port = 0, l = tcp_listen(AF_INET, "127.0.0.1", &port, 1), ep = epoll_create1(0);
+	__u8 resp[RESP];
+
+	s->port = port;
+	ev.events = EPOLLIN;
+	ev.data.ptr = NULL;
+	epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
+	while (!atomic_load(&s->stop)) {
+		int n = epoll_wait(ep, out, 64, 100);
+
+		for (int i = 0; i < n; i++) {
+			struct conn_state *cs = out[i].data.ptr;
+
+			if (!cs) {
+				int fd;
+
+				while ((fd = accept4(l, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
+					cs = calloc(1, sizeof(*cs));
+					cs->fd = fd;
+					ev.events = EPOLLIN;
+					ev.data.ptr = cs;
+					epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+				}
+				continue;
+			}
+			ssize_t r = recv(cs->fd, cs->req + cs->got, REQ - cs->got, 0);
+
+			if (r > 0)
+				cs->got += r;
+			if (cs->got == REQ) {
+				__u32 id;
+
+				memcpy(&id, cs->req, sizeof(id));
+				for (size_t k = sizeof(id); k < REQ; k++)
+					if (cs->req[k] != pattern_at(id, k)) {
+						note_error(s, &s->mismatches, "request bytes", EILSEQ);
+						break;
+					}
+				fill(resp, RESP, id ^ 0x5a5a5a5a);
+				if (write_exact(cs->fd, resp, RESP))
+					note_error(s, &s->errors, "response", errno);
+			}
+			if (cs->got == REQ || r == 0 || (r < 0 && errno != EAGAIN)) {
+				if (r < 0 && errno != EAGAIN)
+					note_error(s, errno == ECONNRESET ? &s->reset : &s->errors, "server read",
+						   errno);
+				epoll_ctl(ep, EPOLL_CTL_DEL, cs->fd, NULL);
+				close(cs->fd);
+				free(cs);
+			}
+		}
+	}
+	close(l);
+	close(ep);
+	return NULL;
+}
+
+static long slab_kib(void)
+{
+	char line[128];
+	long kib = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Slab: %ld kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
+static size_t lism_sockets(void)
+{
+	struct lism_instance in;
+	struct lism_conn *conns;
+	size_t n;
+
+	cr_assert_eq(lism_instance_open(&in, e.pin), 0);
+	cr_assert_eq(lism_conns_collect(&in, &conns, &n), 0);
+	lism_instance_close(&in);
+	free(conns);
+	return n;
+}
+
+Test(soak, crr_then_stream)
+{
+	long seconds = env_long("LISM_SOAK_SECONDS", 120), gib = env_long("LISM_SOAK_GIB", 2);
+	struct rlimit rl = { 16384, 16384 };
+	struct lism_snapshot before, after;
+	static struct soak s;
+	pthread_t srv, cl[CLIENTS];
+	struct pump_result r;
+	long slab0, slab1;
+	double t0;
+	int c, sv;
+	const char *ns;
+
+	require_root();
+	(void)pattern_at(0, 0); /* the pattern is built lazily: not while 13 threads race for it */
+	env_up(&e, NULL);
+	ns = env_netns(&e, "soak");
+	setrlimit(RLIMIT_NOFILE, &rl);
+	memset(&s, 0, sizeof(s));
+	pthread_mutex_init(&s.lock, NULL);
+	env_enter(&e);
+	netns_switch(ns);
+	cr_assert_eq(pthread_create(&srv, NULL, server, &s), 0);
+	while (!s.port)
+		usleep(1000);
+	slab0 = slab_kib();
+	t0 = now_s();
+	s.deadline = t0 + seconds;
+	for (int i = 0; i < CLIENTS; i++)
+		cr_assert_eq(pthread_create(&cl[i], NULL, client, &s), 0);
+	for (int i = 0; i < CLIENTS; i++)
+		pthread_join(cl[i], NULL);
+	atomic_store(&s.stop, 1);
+	pthread_join(srv, NULL);
+	cr_assert_eq(wait_drained(&e, 5000), 0, "DMBs left after the CRR phase");
+	snap(&e, &before);
+	fprintf(stderr,
+		"soak CRR: %ld s, %ld connections (%.0f/s), errors %ld (refused %ld, reset %ld, "
+		"bytes wrong %ld), confirms %llu\n",
+		seconds, (long)s.conns, s.conns / (now_s() - t0), (long)s.errors, (long)s.refused,
+		(long)s.reset, (long)s.mismatches, (unsigned long long)before.stats[LISM_S_CONFIRMS]);
+	cr_assert_eq(s.errors, 0, "%ld errors, first: %s", (long)s.errors, s.first_error);
+	cr_assert_gt(s.conns, 0);
+	cr_assert_geq(before.stats[LISM_S_CONFIRMS], (unsigned long long)s.conns,
+		      "connections that did not take the shortcut");
+
+	/* the stream */
+	t0 = now_s();
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	pump(c, sv, (__u64)gib << 30, (__u64)gib << 30, 4u << 20, 99, (int)(600 * 1000), &r);
+	cr_assert(r.ok, "%s", r.why);
+	close(c);
+	close(sv);
+	netns_switch(NULL);
+	cr_assert_eq(wait_drained(&e, 5000), 0, "DMBs left after the stream");
+	snap(&e, &after);
+	slab1 = slab_kib();
+	fprintf(stderr, "soak stream: %ld GiB each way in %.1f s, %llu shortcut bytes; slab %+ld KiB\n",
+		gib, now_s() - t0,
+		(unsigned long long)(after.stats[LISM_S_SC_BYTES] - before.stats[LISM_S_SC_BYTES]),
+		slab1 - slab0);
+	cr_assert_eq(lism_sockets(), 0, "sockets with lism state left");
+	cr_assert_eq(after.usage.dmbs_in_use, 0);
+}
