@@ -59,7 +59,8 @@ void lism_usage(FILE *f)
 		"Commands:\n"
 		"  load     attach lism to a cgroup and pin its state\n"
 		"           [--cgroup PATH] [--max-dmbs N] [--dmb-size BYTES] [--local-cidr CIDR]...\n"
-		"           [--exclude-port PORT]... [--include-port PORT]... [--allow-blocking]\n"
+		"           [--exclude-cidr CIDR]... [--exclude-port PORT]... [--include-port PORT]...\n"
+		"           [--allow-blocking]\n"
 		"           [--mount-bpffs]\n"
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
 		"           [--timeout SECONDS] [--force]\n"
@@ -232,6 +233,7 @@ enum {
 	OPT_ALL,
 	OPT_METRICS_ADDR,
 	OPT_UNLOAD_ON_EXIT,
+	OPT_EXCLUDE_CIDR,
 };
 
 /* Which options each command accepts. */
@@ -248,6 +250,7 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 	case OPT_MAX_DMBS:
 	case OPT_DMB_SIZE:
 	case OPT_LOCAL_CIDR:
+	case OPT_EXCLUDE_CIDR:
 	case OPT_ALLOW_BLOCKING:
 	case OPT_MOUNT_BPFFS:
 	case OPT_EXCLUDE_PORT:
@@ -321,6 +324,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "max-dmbs", required_argument, NULL, OPT_MAX_DMBS },
 		{ "dmb-size", required_argument, NULL, OPT_DMB_SIZE },
 		{ "local-cidr", required_argument, NULL, OPT_LOCAL_CIDR },
+		{ "exclude-cidr", required_argument, NULL, OPT_EXCLUDE_CIDR },
 		{ "allow-blocking", no_argument, NULL, OPT_ALLOW_BLOCKING },
 		{ "mount-bpffs", no_argument, NULL, OPT_MOUNT_BPFFS },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -411,14 +415,20 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			o->dmb_size = (__u32)size;
 			break;
 		case OPT_LOCAL_CIDR:
-			if (o->n_local_cidrs >= LISM_MAX_CIDRS)
-				return fail(err, errlen, "--local-cidr: at most %d", LISM_MAX_CIDRS);
-			if (lism_parse_cidr(arg, &o->local_cidrs[o->n_local_cidrs]))
+		case OPT_EXCLUDE_CIDR: {
+			int *n = c == OPT_LOCAL_CIDR ? &o->n_local_cidrs : &o->n_exclude_cidrs;
+			struct lism_cidr *list = c == OPT_LOCAL_CIDR ? o->local_cidrs : o->exclude_cidrs;
+			const char *name = c == OPT_LOCAL_CIDR ? "--local-cidr" : "--exclude-cidr";
+
+			if (*n >= LISM_MAX_CIDRS)
+				return fail(err, errlen, "%s: at most %d", name, LISM_MAX_CIDRS);
+			if (lism_parse_cidr(arg, &list[*n]))
 				return fail(err, errlen,
-					    "--local-cidr: '%s' is not an address or prefix with zero host bits",
+					    "%s: '%s' is not an address or prefix with zero host bits", name,
 					    arg);
-			o->n_local_cidrs++;
+			(*n)++;
 			break;
+		}
 		case OPT_EXCLUDE_PORT:
 		case OPT_INCLUDE_PORT: {
 			int *n = c == OPT_EXCLUDE_PORT ? &o->n_exclude_ports : &o->n_include_ports;

@@ -71,6 +71,8 @@ struct lism_opts {
 	unsigned int timeout_s;
 	int n_local_cidrs;
 	struct lism_cidr local_cidrs[LISM_MAX_CIDRS];
+	int n_exclude_cidrs;
+	struct lism_cidr exclude_cidrs[LISM_MAX_CIDRS];
 	int n_exclude_ports;
 	__u16 exclude_ports[LISM_MAX_PORTS];
 	int n_include_ports;

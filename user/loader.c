@@ -272,7 +272,7 @@ int lism_cmd_load(const struct lism_opts *o)
 		err = fill_ports(skel, o);
 	if (!err)
 		err = lism_scope_fill(bpf_map__fd(skel->maps.scope), o->local_cidrs, o->n_local_cidrs,
-				      &n_scope);
+				      o->exclude_cidrs, o->n_exclude_cidrs, &n_scope);
 	if (err) {
 		lism_err("initialising the maps failed: %s", strerror(-err));
 		goto cleanup;

@@ -9,10 +9,10 @@
 #include "lism/abi.h"
 #include "scope.h"
 
-static int add(int fd, const struct lism_cidr *c, int *n)
+static int add(int fd, const struct lism_cidr *c, __u8 v, int *n)
 {
 	struct lism_scope_key k = { .prefixlen = c->prefixlen };
-	__u8 v = LISM_SCOPE_LOCAL;
+
 
 	memcpy(k.addr, c->addr, 16);
 	if (bpf_map_update_elem(fd, &k, &v, BPF_ANY))
@@ -21,7 +21,8 @@ static int add(int fd, const struct lism_cidr *c, int *n)
 	return 0;
 }
 
-int lism_scope_fill(int fd, const struct lism_cidr *extra, int n_extra, int *n_out)
+int lism_scope_fill(int fd, const struct lism_cidr *local, int n_local,
+		    const struct lism_cidr *exclude, int n_exclude, int *n_out)
 {
 	static const char *const loopback[] = { "127.0.0.0/8", "::1/128" };
 	struct ifaddrs *ifa, *it;
@@ -32,7 +33,7 @@ int lism_scope_fill(int fd, const struct lism_cidr *extra, int n_extra, int *n_o
 	for (size_t i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++) {
 		if (lism_parse_cidr(loopback[i], &c))
 			return -EINVAL;
-		err = add(fd, &c, n_out);
+		err = add(fd, &c, LISM_SCOPE_LOCAL, n_out);
 		if (err)
 			return err;
 	}
@@ -51,10 +52,13 @@ int lism_scope_fill(int fd, const struct lism_cidr *extra, int n_extra, int *n_o
 			continue;
 		}
 		c.prefixlen = 128;
-		err = add(fd, &c, n_out);
+		err = add(fd, &c, LISM_SCOPE_LOCAL, n_out);
 	}
 	freeifaddrs(ifa);
-	for (int i = 0; i < n_extra && !err; i++)
-		err = add(fd, &extra[i], n_out);
+	for (int i = 0; i < n_local && !err; i++)
+		err = add(fd, &local[i], LISM_SCOPE_LOCAL, n_out);
+	/* last: an exclusion of the same prefix as a local entry replaces it */
+	for (int i = 0; i < n_exclude && !err; i++)
+		err = add(fd, &exclude[i], LISM_SCOPE_EXCLUDE, n_out);
 	return err;
 }

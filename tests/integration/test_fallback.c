@@ -372,3 +372,30 @@ Test(fallback, blocking_accepted_socket_bytes_sent_before_accept)
 {
 	blocking_accepted_waitall(1);
 }
+
+/* --exclude-cidr carves out of the scope, here out of loopback itself. */
+Test(fallback, excluded_cidr_gets_no_option)
+{
+	struct lism_snapshot st;
+	int port = 0, l, c, s;
+
+	require_root();
+	env_up(&e, "--exclude-cidr 127.0.0.2/32");
+	env_enter(&e);
+	l = tcp_listen(AF_INET, "0.0.0.0", &port, 1);
+	c = tcp_connect(AF_INET, "127.0.0.2", port, 1);
+	s = tcp_accept(l, 1, 5000);
+	snap(&e, &st);
+	cr_assert_eq(st.stats[LISM_S_PROPOSALS_SENT], 0, "an excluded destination got the option");
+	cr_assert_eq(st.usage.dmbs_in_use, 0);
+	exact_stream(c, s);
+	close(c);
+	close(s);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	s = tcp_accept(l, 1, 5000);
+	snap(&e, &st);
+	cr_assert_eq(st.confirmed, 1, "the rest of loopback must still pair");
+	close(c);
+	close(s);
+	close(l);
+}

@@ -51,6 +51,12 @@ Test(cli, load_options)
 	cr_assert_eq(o.dmb_size, 64 << 10);
 	cr_assert_eq(o.n_local_cidrs, 2);
 	cr_assert_eq(o.local_cidrs[0].prefixlen, 96 + 8);
+	struct lism_opts x;
+
+	cr_assert_eq(parse("load --exclude-cidr 10.1.0.0/16 --exclude-cidr 127.0.0.2", &x, err), LISM_EXIT_OK,
+		     "%s", err);
+	cr_assert_eq(x.n_exclude_cidrs, 2);
+	cr_assert_eq(x.exclude_cidrs[1].prefixlen, 128);
 	cr_assert_eq(o.local_cidrs[1].prefixlen, 64);
 	cr_assert(o.allow_blocking);
 }
@@ -134,6 +140,8 @@ Test(cli, rejects_invalid_input)
 		{ "load --local-cidr 10.0.0.0/33", "--local-cidr" },
 		{ "load --local-cidr 300.1.1.1", "--local-cidr" },
 		{ "load --local-cidr fd00::/129", "--local-cidr" },
+		{ "load --exclude-cidr 10.1.0.1/16", "--exclude-cidr" },
+		{ "status --exclude-cidr 10.0.0.0/8", "does not apply" },
 		{ "load --pin-path relative/dir", "absolute" },
 		{ "load --bogus", "unknown option '--bogus'" },
 		{ "status --max-dmbs 4", "does not apply" },
