@@ -60,7 +60,7 @@ void lism_usage(FILE *f)
 		"  load     attach lism to a cgroup and pin its state\n"
 		"           [--cgroup PATH] [--max-dmbs N] [--dmb-size BYTES] [--local-cidr CIDR]...\n"
 		"           [--exclude-cidr CIDR]... [--exclude-port PORT]... [--include-port PORT]...\n"
-		"           [--allow-blocking]\n"
+		"           [--allow-blocking] [--upgrade]\n"
 		"           [--mount-bpffs]\n"
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
 		"           [--timeout SECONDS] [--force]\n"
@@ -234,6 +234,7 @@ enum {
 	OPT_METRICS_ADDR,
 	OPT_UNLOAD_ON_EXIT,
 	OPT_EXCLUDE_CIDR,
+	OPT_UPGRADE,
 };
 
 /* Which options each command accepts. */
@@ -258,6 +259,8 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 		return loads;
 	case OPT_TIMEOUT:
 		return cmd == LISM_CMD_UNLOAD || cmd == LISM_CMD_RUN;
+	case OPT_UPGRADE:
+		return cmd == LISM_CMD_LOAD;
 	case OPT_FORCE:
 		return cmd == LISM_CMD_UNLOAD;
 	case 'j':
@@ -325,6 +328,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "dmb-size", required_argument, NULL, OPT_DMB_SIZE },
 		{ "local-cidr", required_argument, NULL, OPT_LOCAL_CIDR },
 		{ "exclude-cidr", required_argument, NULL, OPT_EXCLUDE_CIDR },
+		{ "upgrade", no_argument, NULL, OPT_UPGRADE },
 		{ "allow-blocking", no_argument, NULL, OPT_ALLOW_BLOCKING },
 		{ "mount-bpffs", no_argument, NULL, OPT_MOUNT_BPFFS },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -448,6 +452,9 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			break;
 		case OPT_MOUNT_BPFFS:
 			o->mount_bpffs = 1;
+			break;
+		case OPT_UPGRADE:
+			o->upgrade = 1;
 			break;
 		case OPT_TIMEOUT: {
 			__u32 t;

@@ -67,6 +67,7 @@ struct lism_opts {
 	int verbose;
 	int allow_blocking;
 	int mount_bpffs;
+	int upgrade;
 	int force;
 	unsigned int timeout_s;
 	int n_local_cidrs;

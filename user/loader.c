@@ -167,6 +167,111 @@ static int pin_link(void *l, const char *path)
 	return bpf_link__pin(l, path);
 }
 
+/* Replace a pin with @obj's, the old one gone first (pins cannot be overwritten). */
+static int repin(const char *dir, const char *name, int (*pin)(void *, const char *), void *obj)
+{
+	char path[PATH_MAX];
+	int err = lism_pin_join(path, sizeof(path), dir, name);
+
+	if (err)
+		return err;
+	if (unlink(path) && errno != ENOENT)
+		return -errno;
+	return pin(obj, path);
+}
+
+/*
+ * lism load --upgrade: new programs over a running instance of the same
+ * layout.  The maps are the pinned ones (libbpf reuses them), so state,
+ * GID, settings and every connection stay.  The cgroup link switches to the
+ * new handshake program atomically; the shortcut map gets the new data-path
+ * program for sockets that join from now on, while sockets already in it
+ * keep the one they joined with (it works on the same maps).
+ */
+static int upgrade(const struct lism_opts *o)
+{
+	struct lism_bpf *skel = NULL;
+	struct lism_instance in;
+	struct lism_device d;
+	char path[PATH_MAX];
+	struct bpf_map *map;
+	int err, ret = LISM_EXIT_FAIL, lockfd = -1, linkfd = -1;
+
+	err = lism_instance_open(&in, o->pin_path);
+	if (!err)
+		err = lism_device_read(&in, &d);
+	lism_instance_close(&in);
+	if (err || d.layout != LISM_LAYOUT_VERSION) {
+		lism_err("cannot upgrade %s in place: its layout is not this lism's (%u)", o->pin_path,
+			 LISM_LAYOUT_VERSION);
+		lism_hint("unload it with the lism that loaded it, then load this one");
+		return LISM_EXIT_STATE;
+	}
+	lockfd = lism_pin_lock(o->pin_path);
+	if (lockfd < 0) {
+		lism_err("another lism is loading or unloading at %s", o->pin_path);
+		return LISM_EXIT_STATE;
+	}
+	skel = lism_bpf__open();
+	if (!skel) {
+		lism_err("opening the BPF object failed: %s", strerror(errno));
+		goto out;
+	}
+	bpf_map__set_max_entries(skel->maps.dmbs, d.capacity);
+	bpf_map__set_max_entries(skel->maps.dmb_owner, d.capacity);
+	bpf_map__set_max_entries(skel->maps.dmb_free, d.capacity);
+	bpf_map__set_max_entries(skel->maps.shortcut, d.capacity);
+	bpf_object__for_each_map(map, skel->obj) {
+		if (bpf_map__is_internal(map))
+			continue;
+		err = lism_pin_join(path, sizeof(path), o->pin_path, bpf_map__name(map));
+		if (!err)
+			err = bpf_map__set_pin_path(map, path);
+		if (err) {
+			lism_err("setting the pin path of map %s failed: %s", bpf_map__name(map),
+				 strerror(-err));
+			goto out;
+		}
+	}
+	err = lism_bpf__load(skel); /* reuses every pinned map, or fails if one differs */
+	if (err) {
+		lism_err("loading the new programs over the pinned maps failed: %s", strerror(-err));
+		lism_hint("a map changed shape: unload, then load");
+		goto out;
+	}
+	if (bpf_prog_attach(bpf_program__fd(skel->progs.lism_msg),
+			    bpf_map__fd(skel->maps.shortcut), BPF_SK_MSG_VERDICT, 0)) {
+		lism_err("attaching the new sk_msg program failed: %s", strerror(errno));
+		goto out;
+	}
+	if (lism_pin_join(path, sizeof(path), o->pin_path, LISM_PIN_LINK_SOCKOPS))
+		goto out;
+	linkfd = bpf_obj_get(path);
+	if (linkfd < 0 || bpf_link_update(linkfd, bpf_program__fd(skel->progs.lism_sockops), NULL)) {
+		lism_err("switching the cgroup link to the new sockops program failed: %s",
+			 strerror(errno));
+		goto out;
+	}
+	err = repin(o->pin_path, LISM_PIN_PROG_MSG, pin_prog, skel->progs.lism_msg);
+	if (!err)
+		err = repin(o->pin_path, LISM_PIN_PROG_SOCKOPS, pin_prog, skel->progs.lism_sockops);
+	if (!err)
+		err = repin(o->pin_path, LISM_PIN_PROG_ITER, pin_prog, skel->progs.lism_iter_socks);
+	if (err) {
+		lism_err("pinning the new programs failed: %s", strerror(-err));
+		goto out;
+	}
+	printf("lism: upgraded the programs at %s (state, settings and connections kept)\n",
+	       o->pin_path);
+	ret = LISM_EXIT_OK;
+out:
+	if (linkfd >= 0)
+		close(linkfd);
+	lism_bpf__destroy(skel);
+	close(lockfd);
+	return ret;
+}
+
 int lism_cmd_load(const struct lism_opts *o)
 {
 	struct bpf_link *link = NULL;
@@ -188,9 +293,16 @@ int lism_cmd_load(const struct lism_opts *o)
 		return LISM_EXIT_ENV;
 	}
 	if (!lism_pin_join(path, sizeof(path), o->pin_path, "device") && !access(path, F_OK)) {
+		if (o->upgrade)
+			return upgrade(o);
 		lism_err("lism is already loaded at %s", o->pin_path);
-		lism_hint("see it with 'lism status --pin-path %s', remove it with 'lism unload --pin-path %s'",
+		lism_hint("see it with 'lism status --pin-path %s', remove it with 'lism unload --pin-path %s',"
+			  " or replace its programs with 'lism load --upgrade'",
 			  o->pin_path, o->pin_path);
+		return LISM_EXIT_STATE;
+	}
+	if (o->upgrade) {
+		lism_err("--upgrade: nothing is loaded at %s", o->pin_path);
 		return LISM_EXIT_STATE;
 	}
 	if (!access(o->pin_path, F_OK) && lism_is_mount_point(o->pin_path) != 0) {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The lism tool against a real kernel: errors and exit codes, pins, JSON, unload. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -183,4 +185,93 @@ Test(cli, unload_waits_for_shortcut_connections)
 	sh("rm -rf %s", e.pin);
 	snprintf(cmd, sizeof(cmd), "test -z \"$(bpftool cgroup show %s)\"", e.cgroup);
 	cr_assert_eq(sh("%s", cmd), 0, "programs still attached to the cgroup");
+}
+
+static int link_prog_id(const struct env *env)
+{
+	char cmd[PATH_MAX + 64], out[4096];
+	const char *p;
+
+	snprintf(cmd, sizeof(cmd), "bpftool link show pinned %s/link_sockops", env->pin);
+	cr_assert_eq(sh_out(cmd, out, sizeof(out)), 0, "%s", out);
+	p = strstr(out, "prog ");
+	cr_assert_not_null(p, "%s", out);
+	return atoi(p + 5);
+}
+
+/* lism load --upgrade in the middle of a transfer: nothing lost, new programs in force. */
+Test(cli, upgrade_in_place_mid_transfer)
+{
+	struct lism_snapshot before, after;
+	struct pump_result r;
+	int c, s, c2, s2, marker[2], prog_before, st;
+	char out[4096], k;
+	pid_t pid;
+
+	require_root();
+	env_up(&e, NULL);
+	struct env none = e;
+
+	snprintf(none.pin, sizeof(none.pin), "/sys/fs/bpf/lism-t-%d-none", getpid());
+	expect(lism_out(&none, "load --upgrade", out, sizeof(out)), LISM_EXIT_STATE, out,
+	       "nothing is loaded");
+	snap(&e, &before);
+	prog_before = link_prog_id(&e);
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	cr_assert_eq(pipe2(marker, O_NONBLOCK), 0);
+	pid = fork();
+	if (pid == 0) {
+		usleep(20000);
+		int rc = lism(&e, "load --upgrade");
+
+		_exit(write(marker[1], "u", 1) == 1 ? rc : 99);
+	}
+	pump(c, s, 256u << 20, 256u << 20, 256u << 10, 23, 60000, &r);
+	cr_assert_eq(read(marker[0], &k, 1), 1, "the transfer ended before the upgrade");
+	cr_assert(r.ok, "a transfer across an upgrade: %s", r.why);
+	waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lism load --upgrade exit %d", WEXITSTATUS(st));
+	cr_assert_neq(link_prog_id(&e), prog_before, "the cgroup link still runs the old program");
+	snap(&e, &after);
+	cr_assert_arr_eq(after.dev.gid, before.dev.gid, 16, "the upgrade changed the device GID");
+	cr_assert_eq(after.confirmed, 1);
+	/* the old connection keeps working; a new one pairs under the new programs */
+	pump(c, s, 8u << 20, 8u << 20, 256u << 10, 24, 30000, &r);
+	cr_assert(r.ok, "%s", r.why);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
+	pump(c2, s2, 8u << 20, 8u << 20, 256u << 10, 25, 30000, &r);
+	cr_assert(r.ok, "%s", r.why);
+	snap(&e, &after);
+	cr_assert_eq(after.confirmed, 2, "a connection after the upgrade did not pair");
+	close(c);
+	close(s);
+	close(c2);
+	close(s2);
+	close(marker[0]);
+	close(marker[1]);
+	cr_assert_eq(wait_drained(&e, 3000), 0);
+}
+
+/* Pins of another layout are refused, never misread or half-removed. */
+Test(cli, another_layout_is_refused)
+{
+	struct lism_instance in;
+	struct lism_device d;
+	char out[4096];
+
+	require_root();
+	env_up(&e, NULL);
+	cr_assert_eq(lism_instance_open(&in, e.pin), 0);
+	cr_assert_eq(lism_device_read(&in, &d), 0);
+	d.layout = LISM_LAYOUT_VERSION + 7; /* as an older or newer lism would have left it */
+	cr_assert_eq(lism_device_write(&in, &d), 0);
+	expect(lism_out(&e, "status", out, sizeof(out)), LISM_EXIT_STATE, out, "layout");
+	expect(lism_out(&e, "unload", out, sizeof(out)), LISM_EXIT_STATE, out, "layout");
+	expect(lism_out(&e, "load --upgrade", out, sizeof(out)), LISM_EXIT_STATE, out, "layout");
+	expect(lism_out(&e, "set active off", out, sizeof(out)), LISM_EXIT_STATE, out, "layout");
+	cr_assert_eq(access(e.pin, F_OK), 0, "a refused command removed the pins");
+	d.layout = LISM_LAYOUT_VERSION;
+	cr_assert_eq(lism_device_write(&in, &d), 0);
+	lism_instance_close(&in);
 }

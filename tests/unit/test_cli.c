@@ -142,6 +142,7 @@ Test(cli, rejects_invalid_input)
 		{ "load --local-cidr fd00::/129", "--local-cidr" },
 		{ "load --exclude-cidr 10.1.0.1/16", "--exclude-cidr" },
 		{ "status --exclude-cidr 10.0.0.0/8", "does not apply" },
+		{ "unload --upgrade", "does not apply" },
 		{ "load --pin-path relative/dir", "absolute" },
 		{ "load --bogus", "unknown option '--bogus'" },
 		{ "status --max-dmbs 4", "does not apply" },
