@@ -222,6 +222,8 @@ Test(cli, upgrade_in_place_mid_transfer)
 	cr_assert_eq(pipe2(marker, O_NONBLOCK), 0);
 	pid = fork();
 	if (pid == 0) {
+		close(c);
+		close(s);
 		usleep(20000);
 		int rc = lism(&e, "load --upgrade");
 
@@ -274,4 +276,48 @@ Test(cli, another_layout_is_refused)
 	d.layout = LISM_LAYOUT_VERSION;
 	cr_assert_eq(lism_device_write(&in, &d), 0);
 	lism_instance_close(&in);
+}
+
+/* lism unload in the middle of a transfer: the transfer finishes exact, then unload does. */
+Test(cli, unload_mid_transfer)
+{
+	struct lism_snapshot st;
+	struct pump_result r;
+	int c, s, c2, s2, marker[2], status;
+	char k;
+	pid_t pid;
+
+	require_root();
+	env_up(&e, NULL);
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	cr_assert_eq(pipe2(marker, O_NONBLOCK), 0);
+	pid = fork();
+	if (pid == 0) {
+		close(c); /* inherited: they would keep the sockets (and the unload) alive */
+		close(s);
+		usleep(20000);
+		if (write(marker[1], "s", 1) != 1)
+			_exit(98);
+		_exit(lism(&e, "unload --timeout 60"));
+	}
+	pump(c, s, 256u << 20, 256u << 20, 256u << 10, 26, 60000, &r);
+	cr_assert_eq(read(marker[0], &k, 1), 1, "the transfer ended before the unload started");
+	cr_assert(r.ok, "a transfer across an unload: %s", r.why);
+	cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "unload finished under a live shortcut");
+	snap(&e, &st);
+	cr_assert_eq(st.dev.active, 0, "unload did not switch new connections off");
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
+	snap(&e, &st);
+	cr_assert_eq(st.confirmed, 1, "a new connection paired during the unload");
+	close(c2);
+	close(s2);
+	close(c);
+	close(s);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "unload exit %d", WEXITSTATUS(status));
+	e.loaded = 0;
+	cr_assert_eq(access(e.pin, F_OK), -1, "pins left after the unload");
+	close(marker[0]);
+	close(marker[1]);
 }
