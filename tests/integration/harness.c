@@ -192,14 +192,43 @@ int dmb_lookup(const struct env *e, __u64 token, struct lism_dmb *out)
 	return ok;
 }
 
+/* What is left in the token table, for a failure message. */
+static void dump_table(const struct env *e, const struct lism_snapshot *s)
+{
+	struct lism_instance in;
+	struct lism_dmb d;
+	int shown = 0;
+
+	if (lism_instance_open(&in, e->pin))
+		return;
+	fprintf(stderr, "table: %lld DMBs in use, %u joined\n", (long long)s->usage.dmbs_in_use,
+		s->shortcut_sockets);
+	for (__u32 slot = 0; slot < s->dev.capacity && shown < 20; slot++) {
+		if (bpf_map_lookup_elem(in.dmbs_fd, &slot, &d) || !d.token)
+			continue;
+		fprintf(stderr,
+			"  slot %u token %016llx peer %016llx role %u state %u reason %u/%u flags %#x "
+			"ports %u->%u rx %llu age %.3f s\n",
+			slot, (unsigned long long)d.token, (unsigned long long)d.peer_token, d.role,
+			d.state, d.reason, d.peer_reason, d.conn_flags, d.lport, d.rport,
+			(unsigned long long)d.rx_bytes, 0.0);
+		shown++;
+	}
+	lism_instance_close(&in);
+}
+
 long wait_drained(const struct env *e, int timeout_ms)
 {
 	struct lism_snapshot s;
 
 	for (int waited = 0;; waited += 10) {
 		snap(e, &s);
-		if ((!s.usage.dmbs_in_use && !s.shortcut_sockets) || waited >= timeout_ms)
+		if (!s.usage.dmbs_in_use && !s.shortcut_sockets)
+			return 0;
+		if (waited >= timeout_ms) {
+			dump_table(e, &s);
 			return s.usage.dmbs_in_use + s.shortcut_sockets;
+		}
 		usleep(10 * 1000);
 	}
 }
