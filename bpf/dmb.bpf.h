@@ -19,7 +19,7 @@ static __always_inline struct lism_dmb *dmb_take(const struct lism_device *d, __
 {
 	struct lism_usage *u;
 	struct lism_dmb *e;
-	__u32 zero = 0, slot;
+	__u32 zero = 0, slot, gen;
 	__s64 now;
 
 	u = bpf_map_lookup_elem(&usage, &zero);
@@ -38,17 +38,27 @@ static __always_inline struct lism_dmb *dmb_take(const struct lism_device *d, __
 		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
 		return NULL;
 	}
+	gen = e->gen + 1;
 	__builtin_memset(e, 0, sizeof(*e));
+	e->gen = gen;
 	e->dmb_size = d->dmb_size;
 	e->created_ns = bpf_ktime_get_ns();
 	*slot_out = slot;
 	return e;
 }
 
-/* Give the entry its token; from now on dmb_by_token() finds it. */
-static __always_inline __u64 dmb_publish(struct lism_dmb *e, __u32 slot, __u8 role)
+/* Device-private bits (GID bytes 12..15, never on the wire) salting the generations. */
+static __always_inline __u32 token_salt(const struct lism_device *d)
 {
-	__u64 token = lism_token_make(slot, bpf_get_prandom_u32());
+	return ((__u32)d->gid[12] << 24) | ((__u32)d->gid[13] << 16) | ((__u32)d->gid[14] << 8) |
+	       d->gid[15];
+}
+
+/* Give the entry its token; from now on dmb_by_token() finds it. */
+static __always_inline __u64 dmb_publish(const struct lism_device *d, struct lism_dmb *e, __u32 slot,
+					 __u8 role)
+{
+	__u64 token = lism_token_make(slot, e->gen, token_salt(d));
 
 	e->role = role;
 	e->state = role == LISM_ROLE_ACTIVE ? LISM_ST_PROPOSED : LISM_ST_ACCEPTED;

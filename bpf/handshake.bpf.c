@@ -125,7 +125,7 @@ static __always_inline struct lism_dmb *dmb_alloc(const struct lism_device *d, _
 	e->rport = sockops_rport(s);
 	__builtin_memcpy(e->laddr, l.w, 16);
 	__builtin_memcpy(e->raddr, r.w, 16);
-	dmb_publish(e, slot, role);
+	dmb_publish(d, e, slot, role);
 	return e;
 }
 

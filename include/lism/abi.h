@@ -96,6 +96,8 @@ struct lism_dmb {
 	__u16 rport;         /* remote port as the socket sees it (after NAT), host order */
 	__u32 dmb_size;
 	__u32 isn;           /* this end's initial sequence number: the pairing is bound to it */
+	__u32 gen;           /* times this slot was taken: makes every token of the slot unique */
+	__u32 pad1;
 	__u8 laddr[16];      /* IPv6, or IPv4 as ::ffff:a.b.c.d */
 	__u8 raddr[16];
 	struct lism_cursor prod; /* moved by the peer's sender */

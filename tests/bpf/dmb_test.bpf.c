@@ -30,7 +30,7 @@ int dmb_test_take(struct dmb_test_args *a)
 		a->err = -28; /* ENOSPC */
 		return 0;
 	}
-	a->token = dmb_publish(e, slot, LISM_ROLE_ACTIVE);
+	a->token = dmb_publish(d, e, slot, LISM_ROLE_ACTIVE);
 	a->slot = slot;
 	a->err = 0;
 	return 0;

@@ -17,6 +17,7 @@
 #include <bpf/bpf.h>
 
 #include "cgroup.h"
+#include "conns.h"
 #include "harness.h"
 #include "pins.h"
 
@@ -208,11 +209,25 @@ static void dump_table(const struct env *e, const struct lism_snapshot *s)
 			continue;
 		fprintf(stderr,
 			"  slot %u token %016llx peer %016llx role %u state %u reason %u/%u flags %#x "
-			"ports %u->%u rx %llu age %.3f s\n",
+			"ports %u->%u rx %llu cookie %llu\n",
 			slot, (unsigned long long)d.token, (unsigned long long)d.peer_token, d.role,
 			d.state, d.reason, d.peer_reason, d.conn_flags, d.lport, d.rport,
-			(unsigned long long)d.rx_bytes, 0.0);
+			(unsigned long long)d.rx_bytes, (unsigned long long)d.cookie);
 		shown++;
+	}
+	/* and whether any process still holds a socket lism knows */
+	struct lism_conn *conns;
+	size_t n;
+
+	if (!lism_conns_collect(&in, &conns, &n)) {
+		for (size_t i = 0; i < n && i < 20; i++)
+			fprintf(stderr, "  socket cookie %llu state %u pid %u fd %u token %016llx ports %u->%u\n",
+				(unsigned long long)conns[i].row.cookie, conns[i].row.tcp_state,
+				conns[i].row.pid, conns[i].row.fd,
+				(unsigned long long)conns[i].row.st.token, conns[i].row.lport,
+				conns[i].row.rport);
+		fprintf(stderr, "  %zu sockets with lism state held by processes\n", n);
+		free(conns);
 	}
 	lism_instance_close(&in);
 }
