@@ -7,7 +7,9 @@
  * lism's sockets back to zero afterwards.  `make test` runs a short version,
  * `make soak` the full one.
  */
+#include <bpf/bpf.h>
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -248,6 +250,43 @@ static long slab_kib(void)
 	return kib;
 }
 
+/* Kernel memory of every map the instance pinned, as fdinfo's memlock counts it. */
+static long long lism_map_memory(void)
+{
+	long long total = 0, v, memlock;
+	char path[PATH_MAX * 2], line[128];
+	struct dirent *de;
+	DIR *d = opendir(e.pin);
+
+	cr_assert_not_null(d, "open %s", e.pin);
+	while ((de = readdir(d))) {
+		int fd, is_map = 0;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", e.pin, de->d_name);
+		fd = bpf_obj_get(path);
+		cr_assert_geq(fd, 0, "open pin %s", path);
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+		f = fopen(path, "r");
+		memlock = 0;
+		while (f && fgets(line, sizeof(line), f)) {
+			if (!strncmp(line, "map_type:", 9))
+				is_map = 1;
+			if (sscanf(line, "memlock: %lld", &v) == 1)
+				memlock = v;
+		}
+		if (f)
+			fclose(f);
+		close(fd);
+		if (is_map) /* not the programs and links */
+			total += memlock;
+	}
+	closedir(d);
+	return total;
+}
+
 static size_t lism_sockets(void)
 {
 	struct lism_instance in;
@@ -270,6 +309,7 @@ Test(soak, crr_then_stream)
 	pthread_t srv, cl[CLIENTS];
 	struct pump_result r;
 	long slab0, slab1;
+	long long maps0, maps1;
 	double t0;
 	int c, sv;
 	const char *ns;
@@ -287,6 +327,7 @@ Test(soak, crr_then_stream)
 	while (!s.port)
 		usleep(1000);
 	slab0 = slab_kib();
+	maps0 = lism_map_memory();
 	t0 = now_s();
 	s.deadline = t0 + seconds;
 	for (int i = 0; i < CLIENTS; i++)
@@ -318,10 +359,15 @@ Test(soak, crr_then_stream)
 	cr_assert_eq(wait_drained(&e, 5000), 0, "DMBs left after the stream");
 	snap(&e, &after);
 	slab1 = slab_kib();
-	fprintf(stderr, "soak stream: %ld GiB each way in %.1f s, %llu shortcut bytes; slab %+ld KiB\n",
+	maps1 = lism_map_memory();
+	fprintf(stderr,
+		"soak stream: %ld GiB each way in %.1f s, %llu shortcut bytes; lism maps %lld -> %lld KiB, "
+		"kernel slab %+ld KiB (TIME_WAIT sockets included)\n",
 		gib, now_s() - t0,
 		(unsigned long long)(after.stats[LISM_S_SC_BYTES] - before.stats[LISM_S_SC_BYTES]),
-		slab1 - slab0);
+		maps0 >> 10, maps1 >> 10, slab1 - slab0);
+	cr_assert_gt(maps0, 0);
+	cr_assert_eq(maps1, maps0, "lism's map memory grew");
 	cr_assert_eq(lism_sockets(), 0, "sockets with lism state left");
 	cr_assert_eq(after.usage.dmbs_in_use, 0);
 }

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * msgrate: an ipc-bench-like message-rate test over TCP on loopback.  One
+ * process forks a server; the client sends fixed-size messages for a time,
+ * the server reads every message whole and counts them.  Prints
+ * "msgs_per_s N".  Non-blocking sockets driven by poll() by default (the
+ * way event-loop servers run); --blocking for plain blocking sockets.
+ *
+ *   msgrate [-s SIZE] [-t SECONDS] [--blocking] [--pingpong]
+ *
+ * With --pingpong the server echoes each message and the client waits for
+ * it before sending the next (a round-trip rate).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int blocking, pingpong;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "msgrate: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void wait_for(int fd, short ev)
+{
+	struct pollfd p = { .fd = fd, .events = ev };
+
+	if (poll(&p, 1, 10000) != 1)
+		die("poll timed out");
+}
+
+/* Move exactly @n bytes (send when @out): 0, or -1 at EOF. */
+static int xfer(int fd, char *buf, size_t n, int out)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = out ? send(fd, buf + done, n - done, MSG_NOSIGNAL)
+				: recv(fd, buf + done, n - done, 0);
+
+		if (r > 0) {
+			done += r;
+		} else if (r == 0) {
+			return -1;
+		} else if (errno == EAGAIN && !blocking) {
+			wait_for(fd, out ? POLLOUT : POLLIN);
+		} else if (errno != EINTR) {
+			if (!out && (errno == ECONNRESET))
+				return -1;
+			die(out ? "send" : "recv");
+		}
+	}
+	return 0;
+}
+
+static void setup(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!blocking)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "size", required_argument, NULL, 's' }, { "time", required_argument, NULL, 't' },
+		{ "blocking", no_argument, &blocking, 1 }, { "pingpong", no_argument, &pingpong, 1 },
+		{}
+	};
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	size_t size = 100;
+	double secs = 5, t0, t1;
+	int c, l, fd, one = 1, status, p[2];
+	uint64_t count = 0, got;
+	char *buf;
+	pid_t pid;
+
+	while ((c = getopt_long(argc, argv, "s:t:", opts, NULL)) != -1) {
+		if (c == 's')
+			size = strtoul(optarg, NULL, 0);
+		else if (c == 't')
+			secs = strtod(optarg, NULL);
+		else if (c != 0)
+			return 2;
+	}
+	if (!size || size > (1 << 24) || secs <= 0) {
+		fprintf(stderr, "msgrate: -s 1..16777216, -t > 0\n");
+		return 2;
+	}
+	buf = calloc(1, size);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	if (!buf || l < 0)
+		die("socket");
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+	    getsockname(l, (struct sockaddr *)&a, &alen) || pipe(p))
+		die("listen");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) { /* server: read whole messages until EOF, report the count */
+		if (!blocking)
+			fcntl(l, F_SETFL, O_NONBLOCK);
+		if (!blocking)
+			wait_for(l, POLLIN);
+		fd = accept(l, NULL, NULL);
+		if (fd < 0)
+			die("accept");
+		setup(fd);
+		for (got = 0; !xfer(fd, buf, size, 0); got++)
+			if (pingpong && xfer(fd, buf, size, 1))
+				break;
+		if (write(p[1], &got, sizeof(got)) != sizeof(got))
+			die("pipe");
+		_exit(0);
+	}
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		die("socket");
+	setup(fd);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS)
+		die("connect");
+	if (!blocking)
+		wait_for(fd, POLLOUT);
+	usleep(100000); /* the server is in its loop */
+	t0 = now_s();
+	do {
+		for (int i = 0; i < 64; i++, count++) {
+			xfer(fd, buf, size, 1);
+			if (pingpong && xfer(fd, buf, size, 0))
+				die("early EOF");
+		}
+	} while ((t1 = now_s()) - t0 < secs);
+	shutdown(fd, SHUT_WR);
+	if (read(p[0], &got, sizeof(got)) != sizeof(got))
+		die("server result");
+	t1 = now_s(); /* until the server has read the last message */
+	waitpid(pid, &status, 0);
+	if (got != count) {
+		fprintf(stderr, "msgrate: sent %llu messages, server read %llu\n",
+			(unsigned long long)count, (unsigned long long)got);
+		return 1;
+	}
+	printf("msgs_per_s %.0f\n", count / (t1 - t0));
+	return 0;
+}
