@@ -44,7 +44,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 
-.PHONY: all deps run test unit integration fuzz soak install clean help
+.PHONY: all deps run test unit integration fuzz soak bench bench-deps install clean help
 .DEFAULT_GOAL := all
 # keep generated objects between the skeleton steps
 .SECONDARY:
@@ -60,6 +60,7 @@ help:
 	@echo 'make integration  integration tests only (root: netns, cgroup2, bpffs)'
 	@echo 'make fuzz         libFuzzer on the option and command-line parsers (FUZZ_SECONDS=$(FUZZ_SECONDS) each)'
 	@echo 'make soak         TCP_CRR for SOAK_SECONDS=$(SOAK_SECONDS) (12 threads) + SOAK_GIB=$(SOAK_GIB) GiB each way, root'
+	@echo 'make bench        TCP vs plain sockmap vs lism, interleaved (BENCH_QUICK=1: one short pass)'
 	@echo 'make install      install lism to $(PREFIX)/sbin and lism(8)'
 	@echo 'make clean        remove $(BUILD)/'
 	@echo 'V=1               show the commands'
@@ -159,6 +160,31 @@ SOAK_GIB ?= 5
 soak: deps all $(BUILD)/tests/integration
 	$(Q)LISM_SOAK_SECONDS=$(SOAK_SECONDS) LISM_SOAK_GIB=$(SOAK_GIB) LISM_BIN=$(abspath $(BUILD)/lism) \
 		$(BUILD)/tests/integration --jobs 1 --filter 'soak/*'
+
+# `make bench`: the workloads and the programs it drives (never part of `make test`).
+BENCH_PACKAGES := sockperf redis-server redis-tools nginx-light wrk iperf3 gnuplot-nox python3
+$(BUILD)/bench:
+	$(Q)mkdir -p $@
+
+$(BUILD)/bench/%: bench/%.c | $(BUILD)/bench
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -pthread $< -o $@
+
+bench-deps: deps
+	$(Q)missing=$$(for p in $(BENCH_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "  DEPS    installing:" $$missing; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+		if [ -d /run/systemd/system ]; then \
+			systemctl disable --now -q redis-server nginx 2>/dev/null || true; \
+		fi; \
+	fi
+
+bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup
+	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/bench.py
 
 run: deps all
 	$(Q)if $(BUILD)/lism status >/dev/null 2>&1; then \

@@ -4,7 +4,8 @@
  * 100-byte request and its answer, close) while IDLE other connections stay
  * established, as in seed 002's "connection setup with 1, 200, 1000
  * established connections".  Non-blocking sockets, one thread each side.
- * Prints "us_per_conn N" (median over batches of 200 connections).
+ * Prints "us_per_conn N" (median over batches of 200 connections) and
+ * "conns N" (how many were made).
  *
  *   connsetup [-n IDLE] [-t SECONDS]
  */
@@ -170,6 +171,6 @@ int main(int argc, char **argv)
 	stop = 1;
 	pthread_join(th, NULL);
 	qsort(samples, n, sizeof(samples[0]), cmp);
-	printf("us_per_conn %.2f\n", samples[n / 2]);
+	printf("us_per_conn %.2f\nconns %d\n", samples[n / 2], n * BATCH);
 	return 0;
 }

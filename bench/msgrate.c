@@ -121,12 +121,12 @@ int main(int argc, char **argv)
 	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
 	    getsockname(l, (struct sockaddr *)&a, &alen) || pipe(p))
 		die("listen");
+	if (!blocking)
+		fcntl(l, F_SETFL, O_NONBLOCK); /* before the client's SYN can arrive */
 	pid = fork();
 	if (pid < 0)
 		die("fork");
 	if (!pid) { /* server: read whole messages until EOF, report the count */
-		if (!blocking)
-			fcntl(l, F_SETFL, O_NONBLOCK);
 		if (!blocking)
 			wait_for(l, POLLIN);
 		fd = accept(l, NULL, NULL);

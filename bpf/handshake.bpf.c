@@ -532,7 +532,8 @@ static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device
 
 	if (bpf_sock_hash_update(s, &shortcut, &key, BPF_NOEXIST))
 		return -1;
-	st->flags = (d->flags & LISM_DEV_F_ALLOW_BLOCKING) ? LISM_SKF_ALLOW_BLOCKING : 0;
+	st->flags = ((d->flags & LISM_DEV_F_ALLOW_BLOCKING) ? LISM_SKF_ALLOW_BLOCKING : 0) |
+		    ((d->flags & LISM_DEV_F_NO_STREAM_DETECT) ? LISM_SKF_NO_STREAM_DETECT : 0);
 	bpf_map_update_elem(&dmb_owner, &st->slot, &owner, BPF_ANY);
 	e->cookie = bpf_get_socket_cookie(s);
 	return 0;
@@ -752,4 +753,36 @@ int lism_sockops(struct bpf_sock_ops *s)
 		break;
 	}
 	return 1;
+}
+
+/*
+ * Backstop for the invariant nothing else could restore: a socket that still
+ * owns a DMB when the kernel destroys it gives it back here.  TCP_CLOSE
+ * always comes before destruction, and the close seen by lism_sockops has
+ * released the entry already, so this acts only on a close that program did
+ * not see; each one is counted (reaped) and reported with the socket's state.
+ */
+SEC("tp_btf/tcp_destroy_sock")
+int lism_destroy(__u64 *ctx)
+{
+	struct sock *sk = (struct sock *)ctx[0]; /* typed by the tracepoint's BTF */
+	struct lism_sk *st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	struct lism_dmb *e;
+	__u64 token;
+
+	if (!st || !st->token)
+		return 0;
+	token = st->token;
+	st->token = 0;
+	st->state = LISM_ST_CLOSED;
+	st->tx = LISM_TX_TCP;
+	e = dmb_by_token(token);
+	if (!e)
+		return 0; /* released by the peer's decline */
+	__sync_fetch_and_or(&e->conn_flags, LISM_CONN_CLOSED);
+	stat_add(LISM_S_REAPED, 1);
+	stat_add(LISM_S_CLOSES, 1);
+	emit_event_at(LISM_EV_REAPED, LISM_R_NONE, e, sk->__sk_common.skc_state);
+	release_own(e, token);
+	return 0;
 }

@@ -188,7 +188,8 @@ static __always_inline __u64 gid_tag(const struct lism_device *d)
 	return lism_be64_load(d->gid);
 }
 
-static __always_inline void emit_event(__u8 type, __u8 reason, const struct lism_dmb *e)
+static __always_inline void emit_event_at(__u8 type, __u8 reason, const struct lism_dmb *e,
+					  __u8 tcp_state)
 {
 	struct lism_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 
@@ -199,7 +200,7 @@ static __always_inline void emit_event(__u8 type, __u8 reason, const struct lism
 	ev->ts_ns = bpf_ktime_get_ns();
 	ev->type = type;
 	ev->reason = reason;
-	ev->pad0 = 0;
+	ev->tcp_state = tcp_state;
 	ev->token = e->token;
 	ev->peer_token = e->peer_token;
 	ev->rx_bytes = e->rx_bytes;
@@ -209,6 +210,11 @@ static __always_inline void emit_event(__u8 type, __u8 reason, const struct lism
 	__builtin_memcpy(ev->laddr, e->laddr, 16);
 	__builtin_memcpy(ev->raddr, e->raddr, 16);
 	bpf_ringbuf_submit(ev, 0);
+}
+
+static __always_inline void emit_event(__u8 type, __u8 reason, const struct lism_dmb *e)
+{
+	emit_event_at(type, reason, e, 0);
 }
 
 #endif

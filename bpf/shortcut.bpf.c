@@ -12,6 +12,8 @@
  * peer's DMB bound would be exceeded, so a reader that stops reading gets
  * TCP's flow control instead of unbounded kernel memory: at most the DMB
  * size plus one send (one sk_msg, at most MAX_MSG_FRAGS pages) stays unread.
+ * A direction whose reader keeps falling behind a stream of small sends
+ * also goes to TCP for a while, where such streams run faster (stream.h).
  */
 #include "lism.bpf.h"
 
@@ -116,6 +118,11 @@ int lism_msg(struct sk_msg_md *msg)
 		goto tcp;
 	}
 
+	/* a stream found earlier keeps TCP for a while (stream.h) */
+	if (st->stream.hold_until && lism_stream_held(&st->stream, bpf_ktime_get_ns())) {
+		stat_add(LISM_S_STREAM_TCP, 1);
+		goto tcp;
+	}
 	if (st->tx == LISM_TX_SYNC) {
 		struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 
@@ -132,6 +139,13 @@ int lism_msg(struct sk_msg_md *msg)
 	if (unread && (__u64)unread + size > pe->dmb_size) {
 		st->tx = LISM_TX_SYNC;
 		stat_add(LISM_S_DMB_FULL, 1);
+		goto tcp;
+	}
+	if (!(st->flags & LISM_SKF_NO_STREAM_DETECT) && lism_stream_note(&st->stream, unread, size)) {
+		lism_stream_start_hold(&st->stream, bpf_ktime_get_ns());
+		st->tx = LISM_TX_SYNC;
+		stat_add(LISM_S_STREAM_HOLDS, 1);
+		stat_add(LISM_S_STREAM_TCP, 1);
 		goto tcp;
 	}
 	if (bpf_msg_redirect_hash(msg, &shortcut, &st->peer_token, BPF_F_INGRESS) != SK_PASS) {

@@ -60,7 +60,7 @@ void lism_usage(FILE *f)
 		"  load     attach lism to a cgroup and pin its state\n"
 		"           [--cgroup PATH] [--max-dmbs N] [--dmb-size BYTES] [--local-cidr CIDR]...\n"
 		"           [--exclude-cidr CIDR]... [--exclude-port PORT]... [--include-port PORT]...\n"
-		"           [--allow-blocking] [--upgrade]\n"
+		"           [--allow-blocking] [--no-stream-detect] [--upgrade]\n"
 		"           [--mount-bpffs]\n"
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
 		"           [--timeout SECONDS] [--force]\n"
@@ -235,6 +235,7 @@ enum {
 	OPT_UNLOAD_ON_EXIT,
 	OPT_EXCLUDE_CIDR,
 	OPT_UPGRADE,
+	OPT_NO_STREAM_DETECT,
 };
 
 /* Which options each command accepts. */
@@ -253,6 +254,7 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 	case OPT_LOCAL_CIDR:
 	case OPT_EXCLUDE_CIDR:
 	case OPT_ALLOW_BLOCKING:
+	case OPT_NO_STREAM_DETECT:
 	case OPT_MOUNT_BPFFS:
 	case OPT_EXCLUDE_PORT:
 	case OPT_INCLUDE_PORT:
@@ -330,6 +332,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "exclude-cidr", required_argument, NULL, OPT_EXCLUDE_CIDR },
 		{ "upgrade", no_argument, NULL, OPT_UPGRADE },
 		{ "allow-blocking", no_argument, NULL, OPT_ALLOW_BLOCKING },
+		{ "no-stream-detect", no_argument, NULL, OPT_NO_STREAM_DETECT },
 		{ "mount-bpffs", no_argument, NULL, OPT_MOUNT_BPFFS },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "force", no_argument, NULL, OPT_FORCE },
@@ -449,6 +452,9 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		}
 		case OPT_ALLOW_BLOCKING:
 			o->allow_blocking = 1;
+			break;
+		case OPT_NO_STREAM_DETECT:
+			o->no_stream_detect = 1;
 			break;
 		case OPT_MOUNT_BPFFS:
 			o->mount_bpffs = 1;

@@ -66,6 +66,7 @@ struct lism_opts {
 	int json;
 	int verbose;
 	int allow_blocking;
+	int no_stream_detect; /* every send may take the shortcut (see include/lism/stream.h) */
 	int mount_bpffs;
 	int upgrade;
 	int force;

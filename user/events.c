@@ -26,7 +26,7 @@ struct lism_events {
 
 const char *lism_event_name(unsigned int type)
 {
-	static const char *const names[] = { "?", "confirm", "fallback", "close", "limit", "abort" };
+	static const char *const names[] = { "?", "confirm", "fallback", "close", "limit", "abort", "reaped" };
 
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
 }
@@ -74,6 +74,9 @@ void lism_event_format(const struct lism_event *ev, __s64 mono_to_real_ns, char 
 		snprintf(buf + n, len - n, " reason %s", lism_reason_name(ev->reason));
 	else if (ev->type == LISM_EV_CLOSE || ev->type == LISM_EV_ABORT)
 		snprintf(buf + n, len - n, " rx_bytes %llu", (unsigned long long)ev->rx_bytes);
+	else if (ev->type == LISM_EV_REAPED)
+		snprintf(buf + n, len - n, " rx_bytes %llu tcp_state %u", (unsigned long long)ev->rx_bytes,
+			 ev->tcp_state);
 }
 
 struct json_object *lism_event_json(const struct lism_event *ev, __s64 mono_to_real_ns)
@@ -92,6 +95,8 @@ struct json_object *lism_event_json(const struct lism_event *ev, __s64 mono_to_r
 	json_object_object_add(o, "token", lism_json_token(ev->token));
 	json_object_object_add(o, "peer_token", lism_json_token(ev->peer_token));
 	json_object_object_add(o, "rx_bytes", json_object_new_uint64(ev->rx_bytes));
+	if (ev->type == LISM_EV_REAPED)
+		json_object_object_add(o, "tcp_state", json_object_new_int(ev->tcp_state));
 	return o;
 }
 

@@ -106,7 +106,8 @@ static int init_device(struct lism_bpf *skel, const struct lism_opts *o, const c
 	d.max_dmbs = o->max_dmbs;
 	d.dmb_size = o->dmb_size;
 	d.flags = (o->allow_blocking ? LISM_DEV_F_ALLOW_BLOCKING : 0) |
-		  (o->n_include_ports ? LISM_DEV_F_INCLUDE_PORTS : 0);
+		  (o->n_include_ports ? LISM_DEV_F_INCLUDE_PORTS : 0) |
+		  (o->no_stream_detect ? LISM_DEV_F_NO_STREAM_DETECT : 0);
 	d.loaded_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
 	/* for views only: an overlong path is shown truncated */
 	if (snprintf(d.cgroup, sizeof(d.cgroup), "%s", cgroup) >= (int)sizeof(d.cgroup))
@@ -194,6 +195,7 @@ static int upgrade(const struct lism_opts *o)
 	struct lism_instance in;
 	struct lism_device d;
 	char path[PATH_MAX];
+	struct bpf_link *destroy_link = NULL;
 	struct bpf_map *map;
 	int err, ret = LISM_EXIT_FAIL, lockfd = -1, linkfd = -1;
 
@@ -252,7 +254,15 @@ static int upgrade(const struct lism_opts *o)
 			 strerror(errno));
 		goto out;
 	}
-	err = repin(o->pin_path, LISM_PIN_PROG_MSG, pin_prog, skel->progs.lism_msg);
+	/* A tracing link cannot switch programs: the new one goes in, then the old one out. */
+	destroy_link = bpf_program__attach_trace(skel->progs.lism_destroy);
+	if (!destroy_link) {
+		lism_err("attaching the new tcp_destroy_sock backstop failed: %s", strerror(errno));
+		goto out;
+	}
+	err = repin(o->pin_path, LISM_PIN_LINK_DESTROY, pin_link, destroy_link);
+	if (!err)
+		err = repin(o->pin_path, LISM_PIN_PROG_MSG, pin_prog, skel->progs.lism_msg);
 	if (!err)
 		err = repin(o->pin_path, LISM_PIN_PROG_SOCKOPS, pin_prog, skel->progs.lism_sockops);
 	if (!err)
@@ -267,6 +277,7 @@ static int upgrade(const struct lism_opts *o)
 out:
 	if (linkfd >= 0)
 		close(linkfd);
+	bpf_link__destroy(destroy_link);
 	lism_bpf__destroy(skel);
 	close(lockfd);
 	return ret;
@@ -274,7 +285,7 @@ out:
 
 int lism_cmd_load(const struct lism_opts *o)
 {
-	struct bpf_link *link = NULL;
+	struct bpf_link *link = NULL, *destroy_link = NULL;
 	struct lism_bpf *skel = NULL;
 	char cgroup[PATH_MAX], path[PATH_MAX], missing[1024];
 	int err, ret = LISM_EXIT_FAIL, cgfd = -1, lockfd = -1, created = 0, n_scope;
@@ -415,6 +426,17 @@ int lism_cmd_load(const struct lism_opts *o)
 		lism_err("pinning the cgroup link failed: %s", strerror(-err));
 		goto cleanup;
 	}
+	destroy_link = bpf_program__attach_trace(skel->progs.lism_destroy);
+	if (!destroy_link) {
+		lism_err("attaching the tcp_destroy_sock backstop failed: %s", strerror(errno));
+		lism_hint("the kernel needs BPF trampolines (CONFIG_DEBUG_INFO_BTF, x86-64/arm64)");
+		goto cleanup;
+	}
+	err = pin_at(o->pin_path, LISM_PIN_LINK_DESTROY, pin_link, destroy_link);
+	if (err) {
+		lism_err("pinning the backstop link failed: %s", strerror(-err));
+		goto cleanup;
+	}
 	printf("lism: loaded at %s, attached to cgroup %s (%u DMBs of %u KiB, %d scope entries)\n",
 	       o->pin_path, cgroup, o->max_dmbs, o->dmb_size >> 10, n_scope);
 	ret = LISM_EXIT_OK;
@@ -424,6 +446,7 @@ cleanup:
 	if (ret != LISM_EXIT_OK && link)
 		bpf_link__detach(link);
 	bpf_link__destroy(link);
+	bpf_link__destroy(destroy_link); /* the pin, if any, keeps it attached */
 	lism_bpf__destroy(skel);
 	if (ret != LISM_EXIT_OK && created)
 		lism_pins_remove(o->pin_path);

@@ -52,6 +52,9 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		st[LISM_S_ACCEPTS_RECV]);
 	counter(f, "lism_confirms_total", "Connections confirmed onto the shortcut.", st[LISM_S_CONFIRMS]);
 	counter(f, "lism_closes_total", "DMBs released by a close.", st[LISM_S_CLOSES]);
+	counter(f, "lism_reaped_total",
+		"DMBs released when their socket was destroyed without its close being seen.",
+		st[LISM_S_REAPED]);
 	family(f, "lism_fallbacks_total", "counter", "Connection ends that stayed on TCP, by reason.");
 	for (unsigned int r = 1; r < LISM_R_MAX; r++)
 		fprintf(f, "lism_fallbacks_total{reason=\"%s\",code=\"%u\"} %llu\n", lism_reason_name(r), r,
@@ -68,6 +71,11 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		st[LISM_S_DMB_FULL]);
 	counter(f, "lism_redirect_misses_total", "Sends whose peer was not in the shortcut map.",
 		st[LISM_S_REDIRECT_MISS]);
+	counter(f, "lism_stream_holds_total",
+		"Times a sending direction was found streaming small sends and moved to TCP for a while.",
+		st[LISM_S_STREAM_HOLDS]);
+	counter(f, "lism_stream_tcp_sends_total", "Sends kept on TCP while their direction streamed.",
+		st[LISM_S_STREAM_TCP]);
 	counter(f, "lism_events_lost_total", "Lifecycle events dropped because the ring buffer was full.",
 		st[LISM_S_EVENTS_LOST]);
 	family(f, "lism_shortcut_send_size_bytes", "histogram", "Sizes of sends through the shortcut.");

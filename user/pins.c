@@ -73,6 +73,7 @@ static const char *const pin_names[] = {
 	"device", "usage", "dmbs", "dmb_owner", "dmb_free", "shortcut", "socks", "stats",
 	"reasons", "sizes", "scope", "ports", "events",
 	LISM_PIN_PROG_SOCKOPS, LISM_PIN_PROG_MSG, LISM_PIN_PROG_ITER, LISM_PIN_LINK_SOCKOPS,
+	LISM_PIN_LINK_DESTROY,
 };
 
 int lism_pins_remove(const char *dir)

@@ -6,6 +6,7 @@
  *   DIR/prog_msg        the data path program
  *   DIR/prog_iter_socks the sockets iterator behind `lism conns`
  *   DIR/link_sockops    the cgroup attachment
+ *   DIR/link_destroy    the tcp_destroy_sock backstop (frees a DMB whose close went unseen)
  * DIR is --pin-path; several instances can coexist in different DIRs.
  */
 #ifndef LISM_PINS_H
@@ -17,6 +18,7 @@
 #define LISM_PIN_PROG_MSG "prog_msg"
 #define LISM_PIN_PROG_ITER "prog_iter_socks"
 #define LISM_PIN_LINK_SOCKOPS "link_sockops"
+#define LISM_PIN_LINK_DESTROY "link_destroy"
 
 /* "@dir/@name" into @out; -ENAMETOOLONG if it does not fit. */
 int lism_pin_join(char *out, size_t outlen, const char *dir, const char *name);

@@ -55,6 +55,7 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "confirmed (total)", (unsigned long long)st[LISM_S_CONFIRMS]);
 	fprintf(f, ROW, "fell back (connection ends)", (unsigned long long)st[LISM_S_FALLBACKS]);
 	fprintf(f, ROW, "DMBs released by close", (unsigned long long)st[LISM_S_CLOSES]);
+	fprintf(f, ROW, "  reaped at socket destroy", (unsigned long long)st[LISM_S_REAPED]);
 	fprintf(f, "  %-34s %lld / %u (high-water %lld, %.1f%% in use)\n", "DMBs in use / max",
 		(long long)s->usage.dmbs_in_use, s->dev.max_dmbs, (long long)s->usage.dmbs_hwm,
 		s->dev.max_dmbs ? 100.0 * (double)s->usage.dmbs_in_use / s->dev.max_dmbs : 0.0);
@@ -78,6 +79,8 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "  held for order (sync)", (unsigned long long)st[LISM_S_SYNC_HOLDS]);
 	fprintf(f, ROW, "  peer's DMB full", (unsigned long long)st[LISM_S_DMB_FULL]);
 	fprintf(f, ROW, "  peer not in the map", (unsigned long long)st[LISM_S_REDIRECT_MISS]);
+	fprintf(f, ROW, "  streaming (TCP is faster)", (unsigned long long)st[LISM_S_STREAM_TCP]);
+	fprintf(f, ROW, "streams detected", (unsigned long long)st[LISM_S_STREAM_HOLDS]);
 	fprintf(f, "Shortcut send sizes\n");
 	for (unsigned int b = 0; b < LISM_HIST_BUCKETS; b++) {
 		lism_hist_label(b, label, sizeof(label));
@@ -103,6 +106,7 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	add_u64(o, "confirms", st[LISM_S_CONFIRMS]);
 	add_u64(o, "fallbacks", st[LISM_S_FALLBACKS]);
 	add_u64(o, "closes", st[LISM_S_CLOSES]);
+	add_u64(o, "reaped", st[LISM_S_REAPED]);
 	add_u64(o, "dmbs_in_use", s->usage.dmbs_in_use > 0 ? (__u64)s->usage.dmbs_in_use : 0);
 	add_u64(o, "dmbs_hwm", s->usage.dmbs_hwm > 0 ? (__u64)s->usage.dmbs_hwm : 0);
 	add_u64(o, "max_dmbs", s->dev.max_dmbs);
@@ -118,6 +122,8 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	add_u64(o, "dmb_full", st[LISM_S_DMB_FULL]);
 	add_u64(o, "redirect_miss", st[LISM_S_REDIRECT_MISS]);
 	add_u64(o, "events_lost", st[LISM_S_EVENTS_LOST]);
+	add_u64(o, "stream_holds", st[LISM_S_STREAM_HOLDS]);
+	add_u64(o, "stream_tcp_sends", st[LISM_S_STREAM_TCP]);
 	for (int i = 0; i < n; i++) {
 		struct json_object *r = json_object_new_object();
 

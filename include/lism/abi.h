@@ -10,8 +10,9 @@
 
 #include "types.h"
 #include "cursor.h"
+#include "stream.h"
 
-#define LISM_LAYOUT_VERSION 1
+#define LISM_LAYOUT_VERSION 2
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -24,6 +25,7 @@
 /* device.flags */
 #define LISM_DEV_F_ALLOW_BLOCKING (1u << 0) /* accept blocking sockets (see BLOCKING reason) */
 #define LISM_DEV_F_INCLUDE_PORTS (1u << 1)  /* only server ports marked LISM_PORT_INCLUDE */
+#define LISM_DEV_F_NO_STREAM_DETECT (1u << 2) /* every send may take the shortcut (stream.h off) */
 
 /* The "ports" map: per server port (the listener's port), LISM_PORT_* flags. */
 #define LISM_PORT_INCLUDE (1u << 0)
@@ -121,10 +123,12 @@ struct lism_sk {
 	__u8 tx;             /* enum lism_tx */
 	__u8 flags;          /* LISM_SKF_* */
 	__u8 pad0[3];
+	struct lism_stream stream; /* adaptive engagement of our sends (stream.h) */
 };
 
 /* lism_sk.flags */
 #define LISM_SKF_ALLOW_BLOCKING (1u << 0) /* --allow-blocking was in force when it joined */
+#define LISM_SKF_NO_STREAM_DETECT (1u << 1) /* --no-stream-detect was in force when it joined */
 
 /*
  * One row of the sockets iterator (bpf_iter over every process's files): a
@@ -163,6 +167,7 @@ enum lism_event_type {
 	LISM_EV_CLOSE = 3,
 	LISM_EV_LIMIT = 4, /* DMB limit hit */
 	LISM_EV_ABORT = 5, /* a shortcut connection end was reset or aborted */
+	LISM_EV_REAPED = 6, /* a socket was destroyed still owning a DMB (its close went unseen) */
 };
 
 struct lism_event {
@@ -173,7 +178,7 @@ struct lism_event {
 	__u8 type;           /* enum lism_event_type */
 	__u8 reason;
 	__u8 role;
-	__u8 pad0;
+	__u8 tcp_state;      /* REAPED: the socket's BPF_TCP_* state when destroyed; else 0 */
 	__u16 lport;
 	__u16 rport;
 	__u8 laddr[16];
@@ -197,6 +202,9 @@ enum lism_stat {
 	LISM_S_DMB_FULL,        /* sends kept on TCP because the peer's DMB was full */
 	LISM_S_REDIRECT_MISS,   /* peer not in the shortcut map at send time */
 	LISM_S_EVENTS_LOST,     /* ring buffer full */
+	LISM_S_STREAM_HOLDS,    /* times a direction was found streaming and moved to TCP */
+	LISM_S_STREAM_TCP,      /* sends kept on TCP during those holds */
+	LISM_S_REAPED,          /* DMBs released when their socket was destroyed (close unseen) */
 	LISM_S_MAX
 };
 

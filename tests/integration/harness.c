@@ -209,10 +209,11 @@ static void dump_table(const struct env *e, const struct lism_snapshot *s)
 			continue;
 		fprintf(stderr,
 			"  slot %u token %016llx peer %016llx role %u state %u reason %u/%u flags %#x "
-			"ports %u->%u rx %llu cookie %llu\n",
+			"ports %u->%u rx %llu cookie %llu (sk:%llx)\n",
 			slot, (unsigned long long)d.token, (unsigned long long)d.peer_token, d.role,
 			d.state, d.reason, d.peer_reason, d.conn_flags, d.lport, d.rport,
-			(unsigned long long)d.rx_bytes, (unsigned long long)d.cookie);
+			(unsigned long long)d.rx_bytes, (unsigned long long)d.cookie,
+			(unsigned long long)d.cookie);
 		shown++;
 	}
 	/* and whether any process still holds a socket lism knows */
@@ -229,6 +230,10 @@ static void dump_table(const struct env *e, const struct lism_snapshot *s)
 		fprintf(stderr, "  %zu sockets with lism state held by processes\n", n);
 		free(conns);
 	}
+	/* the kernel's view of this netns (ss -e prints each socket's cookie as sk:<hex>) */
+	fflush(stderr);
+	if (system("ss -tanei >&2"))
+		fprintf(stderr, "  (ss failed)\n");
 	lism_instance_close(&in);
 }
 

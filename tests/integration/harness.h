@@ -31,6 +31,13 @@ struct env {
 void require_root(void);
 
 /* Create the cgroup and load lism with extra `lism load` arguments. */
+/*
+ * Load arguments for tests that measure the shortcut itself (how much of a
+ * stream it carried): stream detection would move parts of their mixed-size
+ * streams to TCP on purpose.  Tests of the default policy load without it.
+ */
+#define LISM_TEST_MEASURE "--no-stream-detect"
+
 void env_up(struct env *e, const char *load_args);
 /* Move this process into / out of the test cgroup (sockets made inside are under lism). */
 void env_enter(struct env *e);

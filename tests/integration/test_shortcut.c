@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Real TCP through the loaded programs: pairing, byte-exact streams, counters. */
+#include <bpf/bpf.h>
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,10 +14,13 @@
 #include <stdlib.h>
 
 #include "conns.h"
+#include "lism/stream.h"
 #include "harness.h"
 #include "traffic.h"
 
 static struct env e;
+
+#define MEASURE LISM_TEST_MEASURE
 
 static void up(const char *load_args)
 {
@@ -73,7 +78,7 @@ static void one_connection(int family, const char *listen_addr, int cfamily, con
 	int port = 0, l, c, sv;
 	const __u64 n = 8u << 20;
 
-	up(NULL);
+	up(MEASURE);
 	l = tcp_listen(family, listen_addr, &port, 1);
 	c = tcp_connect(cfamily, caddr, port, 1);
 	sv = tcp_accept(l, 1, 5000);
@@ -117,7 +122,7 @@ Test(shortcut, gigabyte_both_directions_all_sizes)
 	struct pump_result r;
 	int c, sv;
 
-	up(NULL);
+	up(MEASURE);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
 	pump(c, sv, each, each, 4u << 20, 7, 200000, &r);
@@ -140,7 +145,7 @@ Test(shortcut, small_dmb_carries_large_sends)
 	struct pump_result r;
 	int c, sv;
 
-	up("--dmb-size 16K");
+	up(MEASURE " --dmb-size 16K");
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
 	cr_assert_eq(send_all(c, 5, 0, 100000), 0);
@@ -155,6 +160,85 @@ Test(shortcut, small_dmb_carries_large_sends)
 	close(c);
 	close(sv);
 	assert_drained();
+}
+
+/*
+ * A stream of small sends that the reader falls behind goes to TCP for a
+ * while (stream.h); a reader that keeps up (ping-pong) keeps the shortcut.
+ */
+Test(shortcut, small_send_stream_goes_to_tcp_ping_pong_stays)
+{
+	enum { SEND = 100, SENDS = 100, ROUNDS = 500 };
+	static __u8 buf[SEND * SENDS];
+	struct lism_snapshot s0, s1, s2;
+	int c, sv;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = pattern_at(11, i);
+	snap(&e, &s0);
+	/* nobody reads: from the second send on, each finds the reader behind */
+	for (int i = 0; i < SENDS; i++)
+		cr_assert_eq(send(c, buf + i * SEND, SEND, MSG_NOSIGNAL), SEND, "send %d: %s", i,
+			     strerror(errno));
+	snap(&e, &s1);
+	cr_assert_eq(s1.stats[LISM_S_STREAM_HOLDS] - s0.stats[LISM_S_STREAM_HOLDS], 1);
+	/* sends 1..STREAK took the shortcut; the rest waited behind TCP bytes (SYNC) or the hold */
+	cr_assert_eq(s1.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES],
+		     (__u64)LISM_STREAM_STREAK * SEND);
+	cr_assert_geq(s1.stats[LISM_S_STREAM_TCP] - s0.stats[LISM_S_STREAM_TCP], 1);
+	cr_assert_eq(recv_check(sv, 11, 0, sizeof(buf), 5000), 0, "stream bytes out of order");
+
+	/* request/response: every send finds the reader caught up */
+	for (int i = 0; i < ROUNDS; i++) {
+		cr_assert_eq(send_all(c, 12, (__u64)i * SEND, SEND), 0);
+		cr_assert_eq(recv_check(sv, 12, (__u64)i * SEND, SEND, 5000), 0, "round %d", i);
+		cr_assert_eq(send_all(sv, 13, (__u64)i * SEND, SEND), 0);
+		cr_assert_eq(recv_check(c, 13, (__u64)i * SEND, SEND, 5000), 0, "round %d", i);
+	}
+	snap(&e, &s2);
+	cr_assert_eq(s2.stats[LISM_S_STREAM_HOLDS], s1.stats[LISM_S_STREAM_HOLDS],
+		     "ping-pong was taken for a stream");
+	/* the first request may still wait for the hold to end; all others take the shortcut */
+	cr_assert_geq(s2.stats[LISM_S_SC_BYTES] - s1.stats[LISM_S_SC_BYTES],
+		      (__u64)(2 * ROUNDS - 2) * SEND, "%llu of %u ping-pong bytes took the shortcut",
+		      (unsigned long long)(s2.stats[LISM_S_SC_BYTES] - s1.stats[LISM_S_SC_BYTES]),
+		      2 * ROUNDS * SEND);
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/*
+ * The backstop: sockets that close while the handshake program cannot see it
+ * (here: its cgroup link detached under a confirmed pair) still give their
+ * DMBs back when the kernel destroys them, counted as reaped.
+ */
+Test(shortcut, closes_the_handshake_missed_are_reaped_at_destroy)
+{
+	struct lism_snapshot s;
+	char path[PATH_MAX + 32];
+	int c, sv, link;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	cr_assert_eq(send_all(c, 21, 0, 4096), 0);
+	cr_assert_eq(recv_check(sv, 21, 0, 4096, 5000), 0);
+	snprintf(path, sizeof(path), "%s/link_sockops", e.pin);
+	link = bpf_obj_get(path);
+	cr_assert_geq(link, 0, "open %s: %s", path, strerror(errno));
+	cr_assert_eq(bpf_link_detach(link), 0, "detach the cgroup link: %s", strerror(errno));
+	close(link);
+	close(c);
+	close(sv);
+	assert_drained();
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_REAPED], 2, "%llu reaped, want both ends",
+		     (unsigned long long)s.stats[LISM_S_REAPED]);
+	cr_assert_eq(s.stats[LISM_S_CLOSES], 2);
 }
 
 /* Two namespaces joined by veth pairs on a bridge, like pods on a node. */
@@ -204,7 +288,7 @@ Test(shortcut, across_namespaces_on_a_bridge)
 {
 	const char *a, *b;
 
-	up("--local-cidr 10.77.0.0/24");
+	up(MEASURE " --local-cidr 10.77.0.0/24");
 	bridge_pods(&a, &b);
 	pods_stream(a, b, "10.77.0.2", 0, 0);
 }
@@ -214,7 +298,7 @@ Test(shortcut, through_dnat_service_vip)
 {
 	const char *a, *b;
 
-	up("--local-cidr 10.77.0.0/24 --local-cidr 10.96.0.0/16");
+	up(MEASURE " --local-cidr 10.77.0.0/24 --local-cidr 10.96.0.0/16");
 	bridge_pods(&a, &b);
 	cr_assert_eq(sh("ip -n %s route add 10.96.0.0/16 dev eth0", a), 0);
 	cr_assert_eq(sh("ip netns exec %s iptables -t nat -A OUTPUT -p tcp -d 10.96.0.10 --dport 80 "
@@ -238,7 +322,7 @@ static void handshake_race(int delay_ms)
 	int l, c, sv, port = 5000;
 	const __u64 early = 256u << 10;
 
-	up(NULL);
+	up(MEASURE);
 	ns = env_netns(&e, "race");
 	/* 2nd packet from the client is the handshake's pure ACK; with a delay, drop everything. */
 	cr_assert_eq(sh("ip netns exec %s iptables -A OUTPUT -o lo -p tcp --dport %d "

@@ -172,7 +172,7 @@ Test(views, stats_move_by_the_bytes_sent)
 	int c, s;
 
 	require_root();
-	env_up(&e, NULL);
+	env_up(&e, LISM_TEST_MEASURE);
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
 	before = lism_json("stats -j");
@@ -412,7 +412,7 @@ Test(views, sigkill_of_the_daemon_mid_transfer)
 	int out, c, s, port = 30000 + getpid() % 1000;
 
 	require_root();
-	env_up(&e, NULL);
+	env_up(&e, LISM_TEST_MEASURE);
 	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d", port);
 	child = spawn_lism(args, &out);
 	cr_assert(wait_for(out, buf, sizeof(buf), "running", 5000), "%s", buf);

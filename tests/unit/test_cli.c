@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "lism/abi.h"
 
-#define MAXARGS 16
+#define MAXARGS 32
 
 /* Parse a space-separated command line ("load --max-dmbs 5"). */
 static int parse(const char *line, struct lism_opts *o, char *err)
@@ -16,8 +16,10 @@ static int parse(const char *line, struct lism_opts *o, char *err)
 	int argc = 1;
 
 	strcpy(buf, line);
-	for (char *tok = strtok(buf, " "); tok && argc < MAXARGS - 1; tok = strtok(NULL, " "))
+	for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+		cr_assert_lt(argc, MAXARGS - 1, "test line has too many words: %s", line);
 		argv[argc++] = tok;
+	}
 	argv[argc] = NULL;
 	return lism_parse_args(argc, argv, o, err, 256);
 }
@@ -42,7 +44,8 @@ Test(cli, load_options)
 	char err[256];
 
 	cr_assert_eq(parse("load --cgroup /sys/fs/cgroup/x --pin-path /sys/fs/bpf/t --max-dmbs 7 "
-			   "--dmb-size 64K --local-cidr 10.0.0.0/8 --local-cidr fd00::/64 --allow-blocking",
+			   "--dmb-size 64K --local-cidr 10.0.0.0/8 --local-cidr fd00::/64 --allow-blocking "
+			   "--no-stream-detect",
 			   &o, err),
 		     LISM_EXIT_OK, "%s", err);
 	cr_assert_str_eq(o.cgroup, "/sys/fs/cgroup/x");
@@ -59,6 +62,7 @@ Test(cli, load_options)
 	cr_assert_eq(x.exclude_cidrs[1].prefixlen, 128);
 	cr_assert_eq(o.local_cidrs[1].prefixlen, 64);
 	cr_assert(o.allow_blocking);
+	cr_assert(o.no_stream_detect);
 }
 
 Test(cli, operator_commands)

@@ -1,0 +1,467 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""make bench: every workload with plain TCP, the plain-sockmap baseline and
+lism, interleaved over several rounds in one run; medians and ratios.
+
+Everything runs on 127.0.0.1 inside a private cgroup2 directory that lism
+(and the baseline) are attached to, with a private pin directory, so the
+host's own lism (if any) is neither used nor disturbed.
+
+Modes:
+  tcp       nothing loaded
+  sockmap   ../shared/bench/peer-sockmap (a plain 4-tuple sockhash redirect),
+            when it is there
+  lism      lism with its default policy
+  lism-ab   lism --allow-blocking, only for the workloads whose client or
+            server uses blocking sockets (sockperf, iperf3), which lism's
+            default policy keeps on TCP (docs/semantics.md)
+
+Environment: BENCH_QUICK=1 (one short round), BENCH_ROUNDS, BENCH_SECONDS,
+BENCH_ONLY=regex (workload names), BENCH_MODES=tcp,lism,..., PEER_SOCKMAP=dir.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+LISM = os.path.join(BUILD, "lism")
+OUT = os.path.join(BUILD, "bench")
+QUICK = os.environ.get("BENCH_QUICK") == "1"
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1" if QUICK else "3"))
+SECONDS = float(os.environ.get("BENCH_SECONDS", "1" if QUICK else "3"))
+PEER = os.environ.get("PEER_SOCKMAP", os.path.join(ROOT, "..", "shared", "bench", "peer-sockmap"))
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def cgroup2_mount():
+    with open("/proc/mounts") as f:
+        for line in f:
+            dev, path, fstype = line.split()[:3]
+            if fstype == "cgroup2":
+                return path
+    sys.exit("bench: no cgroup2 mount in /proc/mounts")
+
+
+def run(cmd, check=True, **kw):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    if check and r.returncode:
+        raise RuntimeError("%s failed (exit %d): %s" % (" ".join(cmd), r.returncode, r.stderr.strip()[-400:]))
+    return r
+
+
+class Server:
+    """A background server process, stopped (and waited for) on exit."""
+
+    def __init__(self, cmd, ready_port=None, cwd=None):
+        self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd,
+                                  start_new_session=True)
+        if ready_port:
+            wait_port(ready_port)
+        else:
+            time.sleep(0.3)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        try:
+            os.killpg(self.p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.p.wait(5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.p.pid, signal.SIGKILL)
+            self.p.wait()
+
+
+def wait_port(port, timeout=5.0):
+    # /proc/net/tcp: a LISTEN (0A) socket on 127.0.0.1:port
+    want = ":%04X" % port
+    end = time.time() + timeout
+    while time.time() < end:
+        for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(name) as f:
+                for line in f.readlines()[1:]:
+                    p = line.split()
+                    if p[1].endswith(want) and p[3] == "0A":
+                        return
+        time.sleep(0.05)
+    raise RuntimeError("server on port %d did not start" % port)
+
+
+def number(pattern, text, what):
+    m = re.search(pattern, text)
+    if not m:
+        raise RuntimeError("%s: no result in output: %s" % (what, text.strip()[-300:]))
+    return float(m.group(1))
+
+
+def taskset(cpus):
+    return ["taskset", "-c", cpus] if cpus else []
+
+
+# ---------------------------------------------------------------- workloads
+
+def sockperf_tp(size):
+    def go(ctx):
+        with Server(["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", "11111"], 11111):
+            out = run(["sockperf", "tp", "--tcp", "-i", "127.0.0.1", "-p", "11111", "-m", str(size),
+                       "-t", str(int(max(1, SECONDS)))]).stdout
+        return number(r"BandWidth is ([0-9.]+) MBps", out, "sockperf tp")
+    return go
+
+
+def sockperf_pp(server_cpu, client_cpu):
+    def go(ctx):
+        with Server(taskset(server_cpu) + ["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", "11112"], 11112):
+            out = run(taskset(client_cpu) + ["sockperf", "pp", "--tcp", "-i", "127.0.0.1", "-p", "11112",
+                                             "-m", "14", "-t", str(int(max(1, SECONDS)))]).stdout
+        return number(r"avg-latency=([0-9.]+)", out, "sockperf pp")
+    return go
+
+
+def redis(test, pipeline):
+    def go(ctx):
+        n = int((400000 if pipeline > 1 else 60000) * SECONDS / 3)
+        with Server(["redis-server", "--port", "16379", "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                     "no", "--daemonize", "no"], 16379):
+            out = run(["redis-benchmark", "-h", "127.0.0.1", "-p", "16379", "--csv", "-t", test, "-n", str(n),
+                       "-c", "50", "-d", "1024", "-P", str(pipeline)]).stdout
+        return number(r'"%s","([0-9.]+)"' % test.upper(), out, "redis-benchmark")
+    return go
+
+
+def nginx(close):
+    def go(ctx):
+        d = ctx["tmp"]
+        os.makedirs(os.path.join(d, "html"), exist_ok=True)
+        os.makedirs(os.path.join(d, "logs"), exist_ok=True)
+        with open(os.path.join(d, "html", "index.html"), "w") as f:
+            f.write("x" * 1024)
+        conf = os.path.join(d, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("worker_processes 1; daemon off; error_log %s/logs/error.log; pid %s/nginx.pid;\n"
+                    "events { worker_connections 4096; }\n"
+                    "http { access_log off; server { listen 127.0.0.1:18080; root %s/html; "
+                    "keepalive_requests 1000000; } }\n" % (d, d, d))
+        args = ["-c", "50", "-H", "Connection: close"] if close else ["-c", "100"]
+        with Server(["nginx", "-c", conf, "-p", d], 18080):
+            out = run(["wrk", "-t", "1", "-d", "%ds" % max(1, int(SECONDS))] + args +
+                      ["http://127.0.0.1:18080/"]).stdout
+        if re.search(r"Non-2xx|Socket errors", out):
+            raise RuntimeError("wrk saw errors: " + out.strip()[-300:])
+        return number(r"Requests/sec:\s+([0-9.]+)", out, "wrk")
+    return go
+
+
+def iperf3(ctx):
+    with Server(["iperf3", "-s", "-B", "127.0.0.1", "-p", "15201", "-1"], 15201):
+        out = run(["iperf3", "-c", "127.0.0.1", "-p", "15201", "-t", str(int(max(1, SECONDS))), "-J"]).stdout
+    return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e9
+
+
+def msgrate(size, pingpong=False):
+    def go(ctx):
+        cmd = [os.path.join(OUT, "msgrate"), "-s", str(size), "-t", str(SECONDS)] + (["--pingpong"] if pingpong else [])
+        return number(r"msgs_per_s ([0-9.]+)", run(cmd).stdout, "msgrate")
+    return go
+
+
+def connsetup(idle):
+    def go(ctx):
+        before = ctx["bpf_sockops"]()
+        out = run([os.path.join(OUT, "connsetup"), "-n", str(idle), "-t", str(SECONDS)]).stdout
+        after = ctx["bpf_sockops"]()
+        conns = number(r"conns ([0-9]+)", out, "connsetup")
+        if before is not None and after is not None and conns:
+            ctx["extra"].setdefault("sockops_ns_per_conn_%d" % idle, []).append((after - before) / conns)
+        return number(r"us_per_conn ([0-9.]+)", out, "connsetup")
+    return go
+
+
+# name, unit, higher is better, uses blocking sockets, target ratio (lism/tcp), runner
+WORKLOADS = [
+    ("sockperf_tp_14B", "MB/s", True, True, 1.0, sockperf_tp(14)),
+    ("sockperf_tp_1KiB", "MB/s", True, True, 1.0, sockperf_tp(1024)),
+    ("sockperf_tp_16KiB", "MB/s", True, True, 1.3, sockperf_tp(16384)),
+    ("sockperf_tp_64000B", "MB/s", True, True, 1.7, sockperf_tp(64000)),
+    ("sockperf_pp_same_core", "us", False, True, 0.5, sockperf_pp("0", "0")),
+    ("sockperf_pp_cross_core", "us", False, True, 0.99, sockperf_pp("0", "1")),
+    ("redis_set", "req/s", True, False, 1.9, redis("set", 1)),
+    ("redis_get", "req/s", True, False, 1.9, redis("get", 1)),
+    ("redis_set_P16", "req/s", True, False, 1.9, redis("set", 16)),
+    ("redis_get_P16", "req/s", True, False, 1.9, redis("get", 16)),
+    ("nginx_keepalive", "req/s", True, False, 2.3, nginx(False)),
+    ("nginx_conn_close", "req/s", True, False, 1.3, nginx(True)),
+    ("iperf3", "Gbit/s", True, True, 3.5, iperf3),
+    ("msgrate_100B", "msg/s", True, False, 1.0, msgrate(100)),
+    ("msgrate_100B_pingpong", "msg/s", True, False, 1.0, msgrate(100, True)),
+    ("connsetup_1_established", "us/conn", False, False, None, connsetup(1)),
+    ("connsetup_200_established", "us/conn", False, False, None, connsetup(200)),
+    ("connsetup_1000_established", "us/conn", False, False, None, connsetup(1000)),
+]
+
+
+# ---------------------------------------------------------------- modes
+
+class Bench:
+    def __init__(self):
+        self.cg_root = cgroup2_mount()
+        self.cg = os.path.join(self.cg_root, "lism-bench-%d" % os.getpid())
+        self.pin = "/sys/fs/bpf/lism-bench-%d" % os.getpid()
+        self.tmp = tempfile.mkdtemp(prefix="lism-bench-")
+        os.chmod(self.tmp, 0o755)  # nginx workers run unprivileged
+        self.mode = None
+        self.peer = os.path.isfile(os.path.join(PEER, "peerctl"))
+
+    def __enter__(self):
+        os.mkdir(self.cg)
+        with open(os.path.join(self.cg, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))  # every workload process starts in here
+        return self
+
+    def __exit__(self, *a):
+        self.switch(None)
+        with open(os.path.join(self.cg_root, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        for _ in range(50):
+            try:
+                os.rmdir(self.cg)
+                break
+            except OSError:
+                time.sleep(0.1)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def peerctl(self, verb):
+        env = dict(os.environ, CG=self.cg, TMPDIR=self.tmp)
+        return run([os.path.join(PEER, "peerctl"), verb], check=(verb == "load"), env=env)
+
+    def switch(self, mode):
+        if self.mode in ("lism", "lism-ab"):
+            run([LISM, "unload", "--pin-path", self.pin, "--timeout", "10", "--force"])
+        elif self.mode == "sockmap":
+            self.peerctl("unload")
+        self.mode = None
+        if mode in ("lism", "lism-ab"):
+            run([LISM, "load", "--pin-path", self.pin, "--cgroup", self.cg] +
+                (["--allow-blocking"] if mode == "lism-ab" else []))
+        elif mode == "sockmap":
+            self.peerctl("load")
+        self.mode = mode
+
+    def sockops_run_time(self):
+        """Total BPF run time (ns) of lism's sockops program, None when lism is not loaded."""
+        if self.mode not in ("lism", "lism-ab"):
+            return None
+        out = run(["bpftool", "-j", "prog", "show", "pinned", os.path.join(self.pin, "prog_sockops")]).stdout
+        return json.loads(out).get("run_time_ns", 0)
+
+    def stats(self):
+        if self.mode not in ("lism", "lism-ab"):
+            return None
+        return json.loads(run([LISM, "stats", "-j", "--pin-path", self.pin]).stdout)
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if v >= 1000:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    return "%.2f" % v
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("bench: needs root (cgroup2, bpffs, BPF programs)")
+    for tool in ("sockperf", "redis-server", "redis-benchmark", "nginx", "wrk", "iperf3", "taskset", "bpftool"):
+        if not shutil.which(tool):
+            sys.exit("bench: %s is missing (make bench installs it with apt-get)" % tool)
+    only = re.compile(os.environ.get("BENCH_ONLY", "."))
+    workloads = [w for w in WORKLOADS if only.search(w[0])]
+    modes = ["tcp", "sockmap", "lism", "lism-ab"]
+    if not any(w[3] for w in workloads):
+        modes.remove("lism-ab")
+    if "BENCH_MODES" in os.environ:
+        modes = [m for m in os.environ["BENCH_MODES"].split(",") if m]
+    with Bench() as b:
+        if not b.peer and "sockmap" in modes:
+            log("bench: %s not found: no plain-sockmap column" % PEER)
+            modes.remove("sockmap")
+        os.makedirs(OUT, exist_ok=True)
+        res = {w[0]: {m: [] for m in modes} for w in workloads}
+        counters = {}
+        ctx = {"tmp": b.tmp, "bpf_sockops": b.sockops_run_time, "extra": {}}
+        with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+            stats_was = f.read().strip()
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+        t0 = time.time()
+        steps = sum(len([w for w in workloads if m != "lism-ab" or w[3]]) for m in modes) * ROUNDS
+        step = 0
+        try:
+            for r in range(ROUNDS):
+                order = modes[r % len(modes):] + modes[:r % len(modes)]  # rotate: no mode always first
+                for m in order:
+                    b.switch(m)
+                    for name, unit, _, blocking, _, fn in workloads:
+                        if m == "lism-ab" and not blocking:
+                            continue
+                        step += 1
+                        v = fn(ctx)
+                        res[name][m].append(v)
+                        eta = (time.time() - t0) / step * (steps - step)
+                        log("[%3d/%d] round %d  %-8s %-28s %10s %-7s (%.0f s left)" %
+                            (step, steps, r + 1, m, name, fmt(v), unit, eta))
+                    s = b.stats()
+                    if s is not None:
+                        counters.setdefault(m, []).append(s)
+        finally:
+            b.switch(None)
+            with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+                f.write(stats_was)
+        report(workloads, modes, res, ctx["extra"], counters, time.time() - t0)
+
+
+def report(workloads, modes, res, extra, counters, elapsed):
+    med = {n: {m: (statistics.median(v) if v else None) for m, v in d.items()} for n, d in res.items()}
+    rows = []
+    for name, unit, higher, blocking, target, _ in workloads:
+        md = med[name]
+        lism = md.get("lism")
+        ab = md.get("lism-ab") if blocking else None
+        best = ab if ab is not None else lism
+        r_sm = ratio(best, md.get("sockmap"))
+
+        def met_by(v):
+            """Whether @v meets the target against TCP and does not lose to plain sockmap."""
+            r = ratio(v, md.get("tcp"))
+            if target is None or r is None:
+                return None
+            ok = r >= target if higher else r <= target
+            rs = ratio(v, md.get("sockmap"))
+            if rs is not None:
+                ok = ok and (rs >= 1.0 if higher else rs <= 1.0)
+            return ok
+        met, met_ab = met_by(lism), met_by(ab)
+        rows.append({"workload": name, "unit": unit, "higher_is_better": higher, "blocking_sockets": blocking,
+                     "median": md, "lism_over_tcp": ratio(lism, md.get("tcp")),
+                     "lism_ab_over_tcp": ratio(ab, md.get("tcp")), "best_over_sockmap": r_sm,
+                     "target": target, "met": met, "met_allow_blocking": met_ab,
+                     "samples": res[name]})
+    info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "kernel": os.uname().release,
+            "cpus": os.cpu_count(), "rounds": ROUNDS, "seconds": SECONDS, "elapsed_s": round(elapsed),
+            "modes": modes,
+            "sockops_ns_per_conn": {k: statistics.median(v) for k, v in extra.items()}}
+    with open(os.path.join(OUT, "results.json"), "w") as f:
+        json.dump({"info": info, "rows": rows, "lism_stats": counters}, f, indent=1)
+
+    head = "| workload | unit | TCP | plain sockmap | lism | lism --allow-blocking | lism/TCP | best lism/sockmap | target | met (default) | met (allow-blocking) |"
+    lines = [head, "|" + "---|" * 11]
+    for row in rows:
+        md = row["median"]
+        t = row["target"]
+        tgt = "-" if t is None else ("%s %.2f" % (">=" if row["higher_is_better"] else "<=", t))
+        yn = lambda v: "-" if v is None else ("yes" if v else "**no**")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            row["workload"], row["unit"], fmt(md.get("tcp")), fmt(md.get("sockmap")), fmt(md.get("lism")),
+            fmt(md.get("lism-ab")) if row["blocking_sockets"] else "n/a",
+            fmt(row["lism_over_tcp"]) + ("" if row["lism_ab_over_tcp"] is None else
+                                         " (%s)" % fmt(row["lism_ab_over_tcp"])),
+            fmt(row["best_over_sockmap"]), tgt, yn(row["met"]), yn(row["met_allow_blocking"])))
+    conn = info["sockops_ns_per_conn"]
+    if conn:
+        lines.append("")
+        lines.append("lism sockops BPF time per connection (both ends): " + ", ".join(
+            "%s established: %.1f us" % (k.split("_")[-1], v / 1000) for k, v in sorted(conn.items())))
+    text = "\n".join(lines)
+    with open(os.path.join(OUT, "results.md"), "w") as f:
+        f.write("Machine: %d vCPU, kernel %s, %s; %d rounds x %.0f s, modes interleaved; medians.\n\n%s\n" %
+                (info["cpus"], info["kernel"], info["date"], ROUNDS, SECONDS, text))
+    log("")
+    log(text)
+    log("")
+    log("bench: %d rounds in %.0f s; results in %s/results.{md,json}" % (ROUNDS, elapsed, OUT))
+    plots(rows)
+
+
+def plots(rows):
+    if not shutil.which("gnuplot"):
+        log("bench: gnuplot missing, no plots")
+        return
+    with open(os.path.join(OUT, "ratios.dat"), "w") as f:
+        for row in rows:
+            r = row["lism_ab_over_tcp"] if row["lism_ab_over_tcp"] is not None else row["lism_over_tcp"]
+            s = ratio(row["median"].get("sockmap"), row["median"].get("tcp"))
+            if r is None:
+                continue
+            if not row["higher_is_better"]:  # plot speed-up: higher is better everywhere
+                r = 1 / r if r else 0
+                s = 1 / s if s else None
+            f.write("%s %.3f %s\n" % (row["workload"].replace("_", "\\\\_"), r, "%.3f" % s if s else "NaN"))
+    with open(os.path.join(OUT, "tp.dat"), "w") as f:
+        for row in rows:
+            m = re.match(r"sockperf_tp_(\d+)(KiB|B)$", row["workload"])
+            if not m:
+                continue
+            size = int(m.group(1)) * (1024 if m.group(2) == "KiB" else 1)
+            md = row["median"]
+            vals = [md.get(k) for k in ("tcp", "sockmap", "lism", "lism-ab")]
+            f.write("%d %s\n" % (size, " ".join("NaN" if v is None else "%.2f" % v for v in vals)))
+    script = """
+set terminal pngcairo size 1100,600 font ",10"
+set style fill solid 0.8 border -1
+set grid ytics
+"""
+    if os.path.getsize(os.path.join(OUT, "ratios.dat")):
+        script += """
+set output '{out}/ratios.png'
+set title 'Speed-up over plain TCP (medians; latency and us/conn inverted so higher is better)'
+set style data histograms
+set style histogram clustered gap 1
+set boxwidth 0.9
+set xtics rotate by -40 left
+set yrange [0:*]
+set key top right
+plot '{out}/ratios.dat' using 2:xtic(1) title 'lism', '' using 3 title 'plain sockmap', 1 with lines lc rgb 'black' dt 2 title 'TCP'
+"""
+    if os.path.getsize(os.path.join(OUT, "tp.dat")):
+        script += """
+set output '{out}/tp.png'
+set title 'sockperf throughput vs message size'
+set style data linespoints
+set logscale xy
+set xlabel 'message size (bytes)'
+set ylabel 'MB/s'
+set xtics norotate
+set yrange [*:*]
+set key top left
+plot '{out}/tp.dat' using 1:2 title 'TCP', '' using 1:3 title 'plain sockmap', '' using 1:4 title 'lism (default policy)', '' using 1:5 title 'lism --allow-blocking'
+"""
+    script = script.format(out=OUT)
+    r = subprocess.run(["gnuplot"], input=script, text=True, stderr=subprocess.PIPE)
+    if r.returncode:
+        log("bench: gnuplot failed: " + r.stderr.strip()[-300:])
+    else:
+        log("bench: plots in %s/ratios.png and %s/tp.png" % (OUT, OUT))
+
+
+if __name__ == "__main__":
+    main()
