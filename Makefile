@@ -13,7 +13,8 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 # Debian 12 packages every target needs; `make deps` installs the missing ones.
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libxdp-dev libcriterion-dev \
-	libelf-dev zlib1g-dev pkg-config libjson-c-dev libmicrohttpd-dev iproute2 iptables procps util-linux curl
+	libelf-dev zlib1g-dev pkg-config libjson-c-dev libmicrohttpd-dev iproute2 iptables procps util-linux curl \
+	podman runc nginx-light redis-server redis-tools
 
 ifeq ($(V),1)
 Q :=
@@ -44,7 +45,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 
-.PHONY: all deps run test unit integration fuzz soak bench bench-deps install clean help
+.PHONY: all deps run test unit integration fuzz soak bench bench-deps image check-manifests install clean help
 .DEFAULT_GOAL := all
 # keep generated objects between the skeleton steps
 .SECONDARY:
@@ -61,11 +62,14 @@ help:
 	@echo 'make fuzz         libFuzzer on the option and command-line parsers (FUZZ_SECONDS=$(FUZZ_SECONDS) each)'
 	@echo 'make soak         TCP_CRR for SOAK_SECONDS=$(SOAK_SECONDS) (12 threads) + SOAK_GIB=$(SOAK_GIB) GiB each way, root'
 	@echo 'make bench        TCP vs plain sockmap vs lism, interleaved (BENCH_QUICK=1: one short pass)'
+	@echo 'make image        the node agent image $(IMAGE) (podman, from scratch, nothing pulled)'
+	@echo 'make check-manifests  validate deploy/kubernetes against the Kubernetes schema (npm)'
 	@echo 'make install      install lism to $(PREFIX)/sbin and lism(8)'
 	@echo 'make clean        remove $(BUILD)/'
 	@echo 'V=1               show the commands'
 
 # Installs only what is missing, so a prepared machine needs no network.
+# (nginx and redis are test workloads: their system services are disabled.)
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
@@ -75,6 +79,14 @@ deps:
 		if [ "$$(id -u)" -ne 0 ]; then echo "make deps: need root to apt-get install $$missing" >&2; exit 1; fi; \
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+		if [ -d /run/systemd/system ]; then \
+			systemctl disable --now -q redis-server nginx 2>/dev/null || true; \
+		fi; \
+	fi; \
+	if ! command -v npm >/dev/null; then \
+		echo "  DEPS    installing: nodejs npm (make check-manifests)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null || exit 1; \
 	fi
 
 $(BUILD)/vmlinux.h: | $(BUILD)
@@ -186,6 +198,28 @@ bench-deps: deps
 bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup
 	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/bench.py
 
+# The node agent image (deploy/Containerfile): the binary and the libraries
+# ldd names for it, FROM scratch; built locally, nothing pulled.
+IMAGE ?= localhost/lism:latest
+# runc: crun fails on this machines' cgroup layout.  Explicit ulimits: root
+# here lacks CAP_SYS_RESOURCE, so podman's defaults above the hard limits fail.
+PODMAN := podman --runtime runc
+PODMAN_LIMITS := --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
+image: deps all
+	$(call say,IMAGE,$(IMAGE))
+	$(Q)rm -rf $(BUILD)/image-root && mkdir -p $(BUILD)/image-root/usr/sbin \
+		$(BUILD)/image-root/proc $(BUILD)/image-root/sys $(BUILD)/image-root/dev \
+		$(BUILD)/image-root/tmp $(BUILD)/image-root/etc
+	$(Q)install -m 0755 $(BUILD)/lism $(BUILD)/image-root/usr/sbin/lism
+	$(Q)for lib in $$(ldd $(BUILD)/lism | awk '$$2 == "=>" && $$3 ~ /^\// { print $$3 } $$1 ~ /^\// { print $$1 }'); do \
+		cp -L --parents $$lib $(BUILD)/image-root/ || exit 1; \
+	done
+	$(Q)$(PODMAN) build -q -f $(abspath deploy/Containerfile) -t $(IMAGE) $(BUILD)/image-root >/dev/null
+	$(Q)$(PODMAN) run --rm --network none $(PODMAN_LIMITS) $(IMAGE) version
+
+check-manifests: deps
+	$(Q)tests/manifests/run.sh $(BUILD)
+
 run: deps all
 	$(Q)if $(BUILD)/lism status >/dev/null 2>&1; then \
 		echo "lism is already loaded; its status:"; \
@@ -201,7 +235,7 @@ integration: $(BUILD)/lism $(BUILD)/tests/integration
 	$(Q)LISM_BIN=$(abspath $(BUILD)/lism) $(BUILD)/tests/integration --jobs 1
 
 # Each suite prints Criterion's synthesis; the last line adds them up.
-test: deps all $(BUILD)/tests/unit $(BUILD)/tests/unit-asan $(BUILD)/tests/integration \
+test: deps all image $(BUILD)/tests/unit $(BUILD)/tests/unit-asan $(BUILD)/tests/integration \
 		$(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 	$(Q)tests/run-all.sh $(BUILD)
 

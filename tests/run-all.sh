@@ -37,6 +37,26 @@ run() { # name, command...
 	fi
 }
 
+# A suite that prints its own "N passed, N failed" line.
+run_counted() { # name, command...
+	local name=$1 out rc line
+	shift
+	echo "== $name"
+	out=$("$@" 2>&1)
+	rc=$?
+	printf '%s\n' "$out"
+	line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+	if [ -z "$line" ]; then
+		echo "$name: no result line (exit $rc)"
+		failed=$((failed + 1))
+		status=1
+		return
+	fi
+	passed=$((passed + $(cut -d' ' -f1 <<<"$line")))
+	failed=$((failed + $(cut -d' ' -f3 <<<"$line")))
+	[ "$rc" -eq 0 ] || status=1
+}
+
 run unit "$build/tests/unit" --jobs 2
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run unit-asan "$build/tests/unit-asan" --jobs 2
 # Fuzz smoke: each libFuzzer target for a bounded time from the shipped seeds.
@@ -57,10 +77,13 @@ for t in option cli; do
 	fi
 done
 
+run_counted check-manifests tests/manifests/run.sh "$build"
+
 if [ "$(id -u)" -ne 0 ] && [ "${CI:-}" != true ]; then
-	echo "== integration: skipped (needs root for netns, cgroup2 and bpffs; run 'sudo make test')"
+	echo "== integration, node-sim: skipped (need root for netns, cgroup2, bpffs and podman; run 'sudo make test')"
 else
 	run integration "$build/tests/integration" --jobs 1
+	run_counted node-sim tests/node/node-sim.sh "$build"
 fi
 echo "$passed passed, $failed failed"
 exit $status

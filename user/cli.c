@@ -17,7 +17,7 @@ static const struct {
 	{ "load", LISM_CMD_LOAD },     { "unload", LISM_CMD_UNLOAD }, { "status", LISM_CMD_STATUS },
 	{ "conns", LISM_CMD_CONNS },   { "stats", LISM_CMD_STATS },   { "events", LISM_CMD_EVENTS },
 	{ "run", LISM_CMD_RUN },       { "set", LISM_CMD_SET },       { "help", LISM_CMD_HELP },
-	{ "version", LISM_CMD_VERSION },
+	{ "version", LISM_CMD_VERSION }, { "mount-bpffs", LISM_CMD_MOUNT_BPFFS },
 };
 
 /* BPF_TCP_* order */
@@ -74,6 +74,7 @@ void lism_usage(FILE *f)
 		"           [load options] [--metrics-addr ADDR:PORT] [--unload-on-exit] [-j]\n"
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
+		"  mount-bpffs  mount bpffs at /sys/fs/bpf unless the pin path is on one (init containers)\n"
 		"  help     this text\n"
 		"  version  print the version\n"
 		"\n"
@@ -203,6 +204,24 @@ static int valid_listen_addr(const char *s)
 		return inet_pton(AF_INET6, host + 1, a) == 1;
 	}
 	return inet_pton(AF_INET, host, a) == 1;
+}
+
+/*
+ * Next item of a comma-separated list at *@p into @out (non-empty, fits);
+ * *@p moves past it and its comma.  An empty list has no items.
+ */
+static int list_item(const char **p, char *out, size_t outlen)
+{
+	size_t len = strcspn(*p, ",");
+
+	if (!len || len >= outlen)
+		return -1;
+	memcpy(out, *p, len);
+	out[len] = 0;
+	*p += len;
+	if (**p == ',' && !*++*p)
+		return -1; /* trailing comma */
+	return 0;
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -426,14 +445,20 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			int *n = c == OPT_LOCAL_CIDR ? &o->n_local_cidrs : &o->n_exclude_cidrs;
 			struct lism_cidr *list = c == OPT_LOCAL_CIDR ? o->local_cidrs : o->exclude_cidrs;
 			const char *name = c == OPT_LOCAL_CIDR ? "--local-cidr" : "--exclude-cidr";
+			char item[64];
 
-			if (*n >= LISM_MAX_CIDRS)
-				return fail(err, errlen, "%s: at most %d", name, LISM_MAX_CIDRS);
-			if (lism_parse_cidr(arg, &list[*n]))
-				return fail(err, errlen,
-					    "%s: '%s' is not an address or prefix with zero host bits", name,
-					    arg);
-			(*n)++;
+			/* a comma-separated list, so one ConfigMap value can carry several */
+			for (const char *p = arg; *p;) {
+				if (list_item(&p, item, sizeof(item)))
+					return fail(err, errlen, "%s: '%s' is not a list of prefixes", name, arg);
+				if (*n >= LISM_MAX_CIDRS)
+					return fail(err, errlen, "%s: at most %d", name, LISM_MAX_CIDRS);
+				if (lism_parse_cidr(item, &list[*n]))
+					return fail(err, errlen,
+						    "%s: '%s' is not an address or prefix with zero host bits",
+						    name, item);
+				(*n)++;
+			}
 			break;
 		}
 		case OPT_EXCLUDE_PORT:
@@ -441,13 +466,19 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			int *n = c == OPT_EXCLUDE_PORT ? &o->n_exclude_ports : &o->n_include_ports;
 			__u16 *ports = c == OPT_EXCLUDE_PORT ? o->exclude_ports : o->include_ports;
 			const char *name = c == OPT_EXCLUDE_PORT ? "--exclude-port" : "--include-port";
+			char item[64];
 			__u32 port;
 
-			if (*n >= LISM_MAX_PORTS)
-				return fail(err, errlen, "%s: at most %d", name, LISM_MAX_PORTS);
-			if (lism_parse_u32(arg, 1, 65535, &port))
-				return fail(err, errlen, "%s: '%s' is not a port in 1..65535", name, arg);
-			ports[(*n)++] = (__u16)port;
+			for (const char *p = arg; *p;) {
+				if (list_item(&p, item, sizeof(item)))
+					return fail(err, errlen, "%s: '%s' is not a list of ports", name, arg);
+				if (*n >= LISM_MAX_PORTS)
+					return fail(err, errlen, "%s: at most %d", name, LISM_MAX_PORTS);
+				if (lism_parse_u32(item, 1, 65535, &port))
+					return fail(err, errlen, "%s: '%s' is not a port in 1..65535", name,
+						    item);
+				ports[(*n)++] = (__u16)port;
+			}
 			break;
 		}
 		case OPT_ALLOW_BLOCKING:

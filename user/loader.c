@@ -30,7 +30,7 @@ static int check_privileges(void)
 {
 	if (geteuid() == 0)
 		return 0;
-	lism_err("must run as root (needs CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON and CAP_SYS_ADMIN)");
+	lism_err("must run as root (uid 0 with CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON)");
 	lism_hint("run it with sudo, or as the root user");
 	return LISM_EXIT_ENV;
 }
@@ -60,6 +60,15 @@ static int check_bpffs(const struct lism_opts *o)
 	lism_err("--pin-path %s is not on a BPF filesystem (%s is not bpffs)", o->pin_path, anc);
 	lism_hint("mount it with 'mount -t bpf bpf %s', or rerun with --mount-bpffs", BPFFS_DEFAULT);
 	return LISM_EXIT_ENV;
+}
+
+int lism_cmd_mount_bpffs(const struct lism_opts *o)
+{
+	struct lism_opts m = *o;
+	int ret = check_privileges();
+
+	m.mount_bpffs = 1;
+	return ret ? ret : check_bpffs(&m);
 }
 
 static int find_cgroup(const struct lism_opts *o, char *out, size_t len)

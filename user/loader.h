@@ -6,6 +6,8 @@
 
 /* Both return an enum lism_exit code and print their own errors. */
 int lism_cmd_load(const struct lism_opts *o);
+/* Mount bpffs at the default place unless --pin-path already is on bpffs (init containers). */
+int lism_cmd_mount_bpffs(const struct lism_opts *o);
 int lism_cmd_unload(const struct lism_opts *o);
 
 #endif

@@ -42,6 +42,8 @@ int main(int argc, char **argv)
 		return lism_cmd_run(&o);
 	case LISM_CMD_SET:
 		return lism_cmd_set(&o);
+	case LISM_CMD_MOUNT_BPFFS:
+		return lism_cmd_mount_bpffs(&o);
 	case LISM_CMD_VERSION:
 		printf("lism %s (layout %d)\n", LISM_VERSION, LISM_LAYOUT_VERSION);
 		return LISM_EXIT_OK;

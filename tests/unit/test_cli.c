@@ -110,6 +110,30 @@ Test(cli, port_policy)
 	cr_assert_eq(o.include_ports[0], 80);
 }
 
+/* Lists, so that one ConfigMap value can carry several; an empty value carries none. */
+Test(cli, comma_separated_lists)
+{
+	struct lism_opts o;
+	char err[256];
+
+	cr_assert_eq(parse("load --local-cidr 10.244.0.0/16,10.96.0.0/12 --local-cidr fd00::/64 "
+			   "--exclude-port 443,8443 --exclude-port 9000 --exclude-cidr 10.244.9.0/24,10.1.2.3",
+			   &o, err),
+		     LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.n_local_cidrs, 3);
+	cr_assert_eq(o.local_cidrs[1].prefixlen, 96 + 12);
+	cr_assert_eq(o.local_cidrs[2].prefixlen, 64);
+	cr_assert_eq(o.n_exclude_ports, 3);
+	cr_assert_eq(o.exclude_ports[0], 443);
+	cr_assert_eq(o.exclude_ports[1], 8443);
+	cr_assert_eq(o.exclude_ports[2], 9000);
+	cr_assert_eq(o.n_exclude_cidrs, 2);
+	cr_assert_eq(o.exclude_cidrs[1].prefixlen, 128);
+	cr_assert_eq(parse("load --exclude-port= --local-cidr=", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.n_exclude_ports, 0);
+	cr_assert_eq(o.n_local_cidrs, 0);
+}
+
 Test(cli, equals_form_and_short_options)
 {
 	struct lism_opts o;
@@ -157,6 +181,14 @@ Test(cli, rejects_invalid_input)
 		{ "load --exclude-port 0", "--exclude-port" },
 		{ "load --exclude-port 70000", "--exclude-port" },
 		{ "load --exclude-port http", "--exclude-port" },
+		{ "load --exclude-port 80,", "--exclude-port" },
+		{ "load --exclude-port ,80", "--exclude-port" },
+		{ "load --exclude-port 80,,81", "--exclude-port" },
+		{ "load --exclude-port 80,0", "--exclude-port" },
+		{ "load --include-port 80,70000", "--include-port" },
+		{ "load --local-cidr 10.0.0.0/8,,10.1.0.0/16", "--local-cidr" },
+		{ "load --local-cidr 10.0.0.0/8,10.0.0.1/8", "--local-cidr" },
+		{ "load --exclude-cidr 10.0.0.0/8,", "--exclude-cidr" },
 		{ "load --include-port -1", "--include-port" },
 		{ "status --exclude-port 80", "does not apply" },
 		{ "set", "expected 'active on|off'" },
