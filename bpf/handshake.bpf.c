@@ -693,6 +693,7 @@ static void on_state(struct bpf_sock_ops *s)
 		return;
 	e = dmb_by_token(st->token);
 	if (!e) { /* released by the peer's decline */
+		stat_add(LISM_S_TOKEN_LOST, 1);
 		st->token = 0;
 		return;
 	}
@@ -770,19 +771,32 @@ int lism_destroy(__u64 *ctx)
 	struct lism_dmb *e;
 	__u64 token;
 
-	if (!st || !st->token)
+	if (!st)
 		return 0;
 	token = st->token;
-	st->token = 0;
-	st->state = LISM_ST_CLOSED;
-	st->tx = LISM_TX_TCP;
-	e = dmb_by_token(token);
-	if (!e)
-		return 0; /* released by the peer's decline */
+	e = token ? dmb_by_token(token) : NULL;
+	if (!e) {
+		/*
+		 * The socket may have forgotten its token while the entry stayed:
+		 * the entry of its slot is still its own if it carries its cookie
+		 * (set when it joined; cookies are never reused).
+		 */
+		e = dmb_get(st->slot);
+		if (!e || !e->cookie || e->cookie != bpf_get_socket_cookie(sk))
+			goto out;
+		token = __sync_fetch_and_add(&e->token, 0);
+		if (!token)
+			goto out;
+		stat_add(LISM_S_REAPED_ORPHANS, 1);
+	}
 	__sync_fetch_and_or(&e->conn_flags, LISM_CONN_CLOSED);
 	stat_add(LISM_S_REAPED, 1);
 	stat_add(LISM_S_CLOSES, 1);
-	emit_event_at(LISM_EV_REAPED, LISM_R_NONE, e, sk->__sk_common.skc_state);
+	emit_event_at(LISM_EV_REAPED, st->reason, e, sk->__sk_common.skc_state);
 	release_own(e, token);
+out:
+	st->token = 0;
+	st->state = LISM_ST_CLOSED;
+	st->tx = LISM_TX_TCP;
 	return 0;
 }

@@ -241,6 +241,40 @@ Test(shortcut, closes_the_handshake_missed_are_reaped_at_destroy)
 	cr_assert_eq(s.stats[LISM_S_CLOSES], 2);
 }
 
+/*
+ * The backstop also finds an entry whose socket no longer names it (its
+ * token cleared in its socket storage, written here from userspace): by
+ * the slot and the socket cookie the entry recorded when it joined.
+ */
+Test(shortcut, entries_their_socket_forgot_are_reaped_by_cookie)
+{
+	struct lism_snapshot s;
+	struct lism_sk st;
+	char path[PATH_MAX + 32];
+	int c, sv, socks;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	cr_assert_eq(send_all(c, 22, 0, 4096), 0);
+	cr_assert_eq(recv_check(sv, 22, 0, 4096, 5000), 0);
+	snprintf(path, sizeof(path), "%s/socks", e.pin);
+	socks = bpf_obj_get(path);
+	cr_assert_geq(socks, 0, "open %s: %s", path, strerror(errno));
+	cr_assert_eq(bpf_map_lookup_elem(socks, &c, &st), 0, "client storage: %s", strerror(errno));
+	cr_assert_neq(st.token, 0);
+	st.token = 0;
+	cr_assert_eq(bpf_map_update_elem(socks, &c, &st, BPF_EXIST), 0, "%s", strerror(errno));
+	close(socks);
+	close(c);
+	close(sv);
+	assert_drained();
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_REAPED_ORPHANS], 1, "%llu orphans reaped",
+		     (unsigned long long)s.stats[LISM_S_REAPED_ORPHANS]);
+	cr_assert_eq(s.stats[LISM_S_REAPED], 1);
+}
+
 /* Two namespaces joined by veth pairs on a bridge, like pods on a node. */
 static void bridge_pods(const char **a, const char **b)
 {
