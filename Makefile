@@ -68,22 +68,27 @@ help:
 	@echo 'make clean        remove $(BUILD)/'
 	@echo 'V=1               show the commands'
 
-# Installs only what is missing, so a prepared machine needs no network.
-# (nginx and redis are test workloads: their system services are disabled.)
-deps:
-	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
+# Install those of the Debian packages $(1) that are missing, so a prepared
+# machine needs no network.  nginx and redis are test workloads: their system
+# services are disabled.
+define apt_missing
+	$(Q)missing=$$(for p in $(1); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
 	done); \
 	if [ -n "$$missing" ]; then \
 		echo "  DEPS    installing:" $$missing; \
-		if [ "$$(id -u)" -ne 0 ]; then echo "make deps: need root to apt-get install $$missing" >&2; exit 1; fi; \
+		if [ "$$(id -u)" -ne 0 ]; then echo "make: need root to apt-get install $$missing" >&2; exit 1; fi; \
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
 		if [ -d /run/systemd/system ]; then \
 			systemctl disable --now -q redis-server nginx 2>/dev/null || true; \
 		fi; \
-	fi; \
-	if ! command -v npm >/dev/null; then \
+	fi
+endef
+
+deps:
+	$(call apt_missing,$(DEB_PACKAGES))
+	$(Q)if ! command -v npm >/dev/null; then \
 		echo "  DEPS    installing: nodejs npm (make check-manifests)"; \
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null || exit 1; \
@@ -174,26 +179,16 @@ soak: deps all $(BUILD)/tests/integration
 		$(BUILD)/tests/integration --jobs 1 --filter 'soak/*'
 
 # `make bench`: the workloads and the programs it drives (never part of `make test`).
-BENCH_PACKAGES := sockperf redis-server redis-tools nginx-light wrk iperf3 gnuplot-nox python3
+BENCH_PACKAGES := sockperf wrk iperf3 gnuplot-nox python3 # + redis, nginx from DEB_PACKAGES
 $(BUILD)/bench:
 	$(Q)mkdir -p $@
 
-$(BUILD)/bench/%: bench/%.c | $(BUILD)/bench
+$(BUILD)/bench/%: bench/%.c bench/bench_util.h | $(BUILD)/bench
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -pthread $< -o $@
 
 bench-deps: deps
-	$(Q)missing=$$(for p in $(BENCH_PACKAGES); do \
-		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
-	done); \
-	if [ -n "$$missing" ]; then \
-		echo "  DEPS    installing:" $$missing; \
-		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
-		if [ -d /run/systemd/system ]; then \
-			systemctl disable --now -q redis-server nginx 2>/dev/null || true; \
-		fi; \
-	fi
+	$(call apt_missing,$(BENCH_PACKAGES))
 
 bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup
 	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/bench.py

@@ -25,32 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 enum { BATCH = 200, MSG = 100 };
 
 static struct sockaddr_in addr = { .sin_family = AF_INET };
 static volatile int stop;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "connsetup: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static void wait_for(int fd, short ev)
-{
-	struct pollfd p = { .fd = fd, .events = ev };
-
-	if (poll(&p, 1, 10000) != 1)
-		die("poll timed out");
-}
 
 static void xfer(int fd, char *buf, size_t n, int out)
 {

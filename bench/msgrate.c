@@ -11,6 +11,7 @@
  * With --pingpong the server echoes each message and the client waits for
  * it before sending the next (a round-trip rate).
  */
+#define _GNU_SOURCE /* program_invocation_short_name */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,29 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 static int blocking, pingpong;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "msgrate: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static void wait_for(int fd, short ev)
-{
-	struct pollfd p = { .fd = fd, .events = ev };
-
-	if (poll(&p, 1, 10000) != 1)
-		die("poll timed out");
-}
 
 /* Move exactly @n bytes (send when @out): 0, or -1 at EOF. */
 static int xfer(int fd, char *buf, size_t n, int out)
