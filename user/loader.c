@@ -159,14 +159,6 @@ static int fill_free_slots(struct lism_bpf *skel, __u32 n)
 	return 0;
 }
 
-static int pin_at(const char *dir, const char *name, int (*pin)(void *, const char *), void *obj)
-{
-	char path[PATH_MAX];
-	int err = lism_pin_join(path, sizeof(path), dir, name);
-
-	return err ? err : pin(obj, path);
-}
-
 static int pin_prog(void *p, const char *path)
 {
 	return bpf_program__pin(p, path);
@@ -177,17 +169,59 @@ static int pin_link(void *l, const char *path)
 	return bpf_link__pin(l, path);
 }
 
-/* Replace a pin with @obj's, the old one gone first (pins cannot be overwritten). */
-static int repin(const char *dir, const char *name, int (*pin)(void *, const char *), void *obj)
+/*
+ * Pin @obj as @dir/@name.  @replace: over the pin of the instance being
+ * upgraded, the old one gone first (pins cannot be overwritten).
+ */
+static int pin_at(const char *dir, const char *name, int (*pin)(void *, const char *), void *obj,
+		  int replace)
 {
 	char path[PATH_MAX];
 	int err = lism_pin_join(path, sizeof(path), dir, name);
 
 	if (err)
 		return err;
-	if (unlink(path) && errno != ENOENT)
+	if (replace && unlink(path) && errno != ENOENT)
 		return -errno;
 	return pin(obj, path);
+}
+
+/* The programs' pins (the links pin themselves). */
+static int pin_programs(struct lism_bpf *skel, const char *dir, int replace)
+{
+	int err = pin_at(dir, LISM_PIN_PROG_MSG, pin_prog, skel->progs.lism_msg, replace);
+
+	if (!err)
+		err = pin_at(dir, LISM_PIN_PROG_SOCKOPS, pin_prog, skel->progs.lism_sockops, replace);
+	if (!err)
+		err = pin_at(dir, LISM_PIN_PROG_ITER, pin_prog, skel->progs.lism_iter_socks, replace);
+	if (err)
+		lism_err("pinning the programs failed: %s", strerror(-err));
+	return err;
+}
+
+/*
+ * Attach the tcp_destroy_sock backstop and pin its link.  A tracing link
+ * cannot switch programs: on upgrade the new one goes in, then the old one
+ * out with its pin.  NULL (said why) on failure.
+ */
+static struct bpf_link *attach_backstop(struct lism_bpf *skel, const char *dir, int replace)
+{
+	struct bpf_link *link = bpf_program__attach_trace(skel->progs.lism_destroy);
+	int err;
+
+	if (!link) {
+		lism_err("attaching the tcp_destroy_sock backstop failed: %s", strerror(errno));
+		lism_hint("the kernel needs BPF trampolines (CONFIG_DEBUG_INFO_BTF, x86-64/arm64)");
+		return NULL;
+	}
+	err = pin_at(dir, LISM_PIN_LINK_DESTROY, pin_link, link, replace);
+	if (err) {
+		lism_err("pinning the backstop link failed: %s", strerror(-err));
+		bpf_link__destroy(link);
+		return NULL;
+	}
+	return link;
 }
 
 /*
@@ -263,23 +297,9 @@ static int upgrade(const struct lism_opts *o)
 			 strerror(errno));
 		goto out;
 	}
-	/* A tracing link cannot switch programs: the new one goes in, then the old one out. */
-	destroy_link = bpf_program__attach_trace(skel->progs.lism_destroy);
-	if (!destroy_link) {
-		lism_err("attaching the new tcp_destroy_sock backstop failed: %s", strerror(errno));
+	destroy_link = attach_backstop(skel, o->pin_path, 1);
+	if (!destroy_link || pin_programs(skel, o->pin_path, 1))
 		goto out;
-	}
-	err = repin(o->pin_path, LISM_PIN_LINK_DESTROY, pin_link, destroy_link);
-	if (!err)
-		err = repin(o->pin_path, LISM_PIN_PROG_MSG, pin_prog, skel->progs.lism_msg);
-	if (!err)
-		err = repin(o->pin_path, LISM_PIN_PROG_SOCKOPS, pin_prog, skel->progs.lism_sockops);
-	if (!err)
-		err = repin(o->pin_path, LISM_PIN_PROG_ITER, pin_prog, skel->progs.lism_iter_socks);
-	if (err) {
-		lism_err("pinning the new programs failed: %s", strerror(-err));
-		goto out;
-	}
 	printf("lism: upgraded the programs at %s (state, settings and connections kept)\n",
 	       o->pin_path);
 	ret = LISM_EXIT_OK;
@@ -415,37 +435,22 @@ int lism_cmd_load(const struct lism_opts *o)
 		lism_err("attaching the sk_msg program to the shortcut map failed: %s", strerror(errno));
 		goto cleanup;
 	}
-	err = pin_at(o->pin_path, LISM_PIN_PROG_MSG, pin_prog, skel->progs.lism_msg);
-	if (!err)
-		err = pin_at(o->pin_path, LISM_PIN_PROG_SOCKOPS, pin_prog, skel->progs.lism_sockops);
-	if (!err)
-		err = pin_at(o->pin_path, LISM_PIN_PROG_ITER, pin_prog, skel->progs.lism_iter_socks);
-	if (err) {
-		lism_err("pinning the programs failed: %s", strerror(-err));
+	if (pin_programs(skel, o->pin_path, 0))
 		goto cleanup;
-	}
 	link = bpf_program__attach_cgroup(skel->progs.lism_sockops, cgfd);
 	if (!link) {
 		lism_err("attaching the sockops program to cgroup %s failed: %s", cgroup, strerror(errno));
 		lism_hint("another program with exclusive attachment may hold the cgroup");
 		goto cleanup;
 	}
-	err = pin_at(o->pin_path, LISM_PIN_LINK_SOCKOPS, pin_link, link);
+	err = pin_at(o->pin_path, LISM_PIN_LINK_SOCKOPS, pin_link, link, 0);
 	if (err) {
 		lism_err("pinning the cgroup link failed: %s", strerror(-err));
 		goto cleanup;
 	}
-	destroy_link = bpf_program__attach_trace(skel->progs.lism_destroy);
-	if (!destroy_link) {
-		lism_err("attaching the tcp_destroy_sock backstop failed: %s", strerror(errno));
-		lism_hint("the kernel needs BPF trampolines (CONFIG_DEBUG_INFO_BTF, x86-64/arm64)");
+	destroy_link = attach_backstop(skel, o->pin_path, 0);
+	if (!destroy_link)
 		goto cleanup;
-	}
-	err = pin_at(o->pin_path, LISM_PIN_LINK_DESTROY, pin_link, destroy_link);
-	if (err) {
-		lism_err("pinning the backstop link failed: %s", strerror(-err));
-		goto cleanup;
-	}
 	printf("lism: loaded at %s, attached to cgroup %s (%u DMBs of %u KiB, %d scope entries)\n",
 	       o->pin_path, cgroup, o->max_dmbs, o->dmb_size >> 10, n_scope);
 	ret = LISM_EXIT_OK;
