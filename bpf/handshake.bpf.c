@@ -155,6 +155,22 @@ static __always_inline void release_own(struct lism_dmb *e, __u64 token)
 		release_unestablished(peer);
 }
 
+/* This end is closed: forget its entry in its socket storage. */
+static __always_inline void sk_closed(struct lism_sk *st)
+{
+	st->token = 0;
+	st->state = LISM_ST_CLOSED;
+	st->tx = LISM_TX_TCP;
+}
+
+/* This end is closed and still owns its entry: count the close, give the entry back. */
+static __always_inline void close_own(struct lism_sk *st, struct lism_dmb *e, __u64 token)
+{
+	stat_add(LISM_S_CLOSES, 1);
+	release_own(e, token);
+	sk_closed(st);
+}
+
 /* An event about a socket that has no DMB entry (yet): addresses from the context. */
 static __always_inline void emit_sock_event(struct bpf_sock_ops *s, __u8 type, __u8 reason, __u8 role)
 {
@@ -720,11 +736,7 @@ static void on_state(struct bpf_sock_ops *s)
 	if (e->state == LISM_ST_CONFIRMED || e->state == LISM_ST_READY)
 		emit_event(e->conn_flags & LISM_CONN_ABORT ? LISM_EV_ABORT : LISM_EV_CLOSE,
 			   LISM_R_NONE, e);
-	stat_add(LISM_S_CLOSES, 1);
-	release_own(e, st->token);
-	st->token = 0;
-	st->state = LISM_ST_CLOSED;
-	st->tx = LISM_TX_TCP;
+	close_own(st, e, st->token);
 }
 
 SEC("sockops")
@@ -791,12 +803,10 @@ int lism_destroy(__u64 *ctx)
 	}
 	__sync_fetch_and_or(&e->conn_flags, LISM_CONN_CLOSED);
 	stat_add(LISM_S_REAPED, 1);
-	stat_add(LISM_S_CLOSES, 1);
 	emit_event_at(LISM_EV_REAPED, st->reason, e, sk->__sk_common.skc_state);
-	release_own(e, token);
+	close_own(st, e, token);
+	return 0;
 out:
-	st->token = 0;
-	st->state = LISM_ST_CLOSED;
-	st->tx = LISM_TX_TCP;
+	sk_closed(st);
 	return 0;
 }

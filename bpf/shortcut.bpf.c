@@ -142,8 +142,7 @@ int lism_msg(struct sk_msg_md *msg)
 		goto tcp;
 	}
 	if (!(st->flags & LISM_SKF_NO_STREAM_DETECT) && lism_stream_note(&st->stream, unread, size)) {
-		lism_stream_start_hold(&st->stream, bpf_ktime_get_ns());
-		st->tx = LISM_TX_SYNC;
+		lism_stream_start_hold(&st->stream, bpf_ktime_get_ns()); /* tcp: below syncs */
 		stat_add(LISM_S_STREAM_HOLDS, 1);
 		stat_add(LISM_S_STREAM_TCP, 1);
 		goto tcp;
