@@ -211,6 +211,23 @@ Test(shortcut, small_send_stream_goes_to_tcp_ping_pong_stays)
 	assert_drained();
 }
 
+/* A confirmed pair that moved a few bytes, and an fd of the instance's pin @name. */
+static int pair_and_pin(__u32 seed, int *c, int *sv, const char *name)
+{
+	char path[PATH_MAX + 32];
+	int fd;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, c, sv);
+	assert_confirmed(1);
+	cr_assert_eq(send_all(*c, seed, 0, 4096), 0);
+	cr_assert_eq(recv_check(*sv, seed, 0, 4096, 5000), 0);
+	snprintf(path, sizeof(path), "%s/%s", e.pin, name);
+	fd = bpf_obj_get(path);
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+	return fd;
+}
+
 /*
  * The backstop: sockets that close while the handshake program cannot see it
  * (here: its cgroup link detached under a confirmed pair) still give their
@@ -219,17 +236,8 @@ Test(shortcut, small_send_stream_goes_to_tcp_ping_pong_stays)
 Test(shortcut, closes_the_handshake_missed_are_reaped_at_destroy)
 {
 	struct lism_snapshot s;
-	char path[PATH_MAX + 32];
-	int c, sv, link;
+	int c, sv, link = pair_and_pin(21, &c, &sv, "link_sockops");
 
-	up(NULL);
-	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
-	assert_confirmed(1);
-	cr_assert_eq(send_all(c, 21, 0, 4096), 0);
-	cr_assert_eq(recv_check(sv, 21, 0, 4096, 5000), 0);
-	snprintf(path, sizeof(path), "%s/link_sockops", e.pin);
-	link = bpf_obj_get(path);
-	cr_assert_geq(link, 0, "open %s: %s", path, strerror(errno));
 	cr_assert_eq(bpf_link_detach(link), 0, "detach the cgroup link: %s", strerror(errno));
 	close(link);
 	close(c);
@@ -242,37 +250,56 @@ Test(shortcut, closes_the_handshake_missed_are_reaped_at_destroy)
 }
 
 /*
- * The backstop also finds an entry whose socket no longer names it (its
- * token cleared in its socket storage, written here from userspace): by
- * the slot and the socket cookie the entry recorded when it joined.
+ * The backstop also finds an entry whose socket no longer names it (the
+ * client's token rewritten by @forget in its socket storage, from
+ * userspace): by the slot and the socket cookie the entry recorded when it
+ * joined.  *@s: the snapshot after both ends closed.
  */
-Test(shortcut, entries_their_socket_forgot_are_reaped_by_cookie)
+static void forgotten_entry_is_reaped(__u32 seed, __u64 (*forget)(__u64 token),
+				      struct lism_snapshot *s)
 {
-	struct lism_snapshot s;
 	struct lism_sk st;
-	char path[PATH_MAX + 32];
-	int c, sv, socks;
+	int c, sv, socks = pair_and_pin(seed, &c, &sv, "socks");
 
-	up(NULL);
-	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
-	assert_confirmed(1);
-	cr_assert_eq(send_all(c, 22, 0, 4096), 0);
-	cr_assert_eq(recv_check(sv, 22, 0, 4096, 5000), 0);
-	snprintf(path, sizeof(path), "%s/socks", e.pin);
-	socks = bpf_obj_get(path);
-	cr_assert_geq(socks, 0, "open %s: %s", path, strerror(errno));
 	cr_assert_eq(bpf_map_lookup_elem(socks, &c, &st), 0, "client storage: %s", strerror(errno));
 	cr_assert_neq(st.token, 0);
-	st.token = 0;
+	st.token = forget(st.token);
 	cr_assert_eq(bpf_map_update_elem(socks, &c, &st, BPF_EXIST), 0, "%s", strerror(errno));
 	close(socks);
 	close(c);
 	close(sv);
 	assert_drained();
-	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_REAPED_ORPHANS], 1, "%llu orphans reaped",
-		     (unsigned long long)s.stats[LISM_S_REAPED_ORPHANS]);
-	cr_assert_eq(s.stats[LISM_S_REAPED], 1);
+	snap(&e, s);
+	cr_assert_eq(s->stats[LISM_S_REAPED_ORPHANS], 1, "%llu orphans reaped",
+		     (unsigned long long)s->stats[LISM_S_REAPED_ORPHANS]);
+	cr_assert_eq(s->stats[LISM_S_REAPED], 1);
+}
+
+static __u64 cleared(__u64 token)
+{
+	(void)token;
+	return 0;
+}
+
+/* The same slot, another generation: a token that names no live entry. */
+static __u64 stale(__u64 token)
+{
+	return token ^ (1ull << 32);
+}
+
+Test(shortcut, entries_their_socket_forgot_are_reaped_by_cookie)
+{
+	struct lism_snapshot s;
+
+	forgotten_entry_is_reaped(22, cleared, &s);
+}
+
+Test(shortcut, entries_behind_a_stale_token_are_reaped_and_counted)
+{
+	struct lism_snapshot s;
+
+	forgotten_entry_is_reaped(23, stale, &s);
+	cr_assert_geq(s.stats[LISM_S_TOKEN_LOST], 1, "a state change met the stale token unseen");
 }
 
 /* Two namespaces joined by veth pairs on a bridge, like pods on a node. */

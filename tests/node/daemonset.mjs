@@ -1,6 +1,6 @@
 // Print how the DaemonSet runs lism, as JSON: the container's command and
 // args with $(VAR) filled from its ConfigMap, its added capabilities, its
-// read-only root, and its host-path mounts.  The node simulation starts the
+// read-only root, and its host-path mounts (as podman -v arguments).  The node simulation starts the
 // image with exactly these.  Usage: node daemonset.mjs DIR (needs js-yaml).
 import fs from "node:fs";
 import path from "node:path";
@@ -21,9 +21,10 @@ for (const ref of c.envFrom ?? []) {
 }
 for (const e of c.env ?? []) env[e.name] = e.value;
 const fill = (s) => s.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (_, v) => env[v] ?? "");
+// podman -v arguments: HOSTPATH:MOUNTPATH[:ro]
 const mounts = (c.volumeMounts ?? []).map((m) => {
   const v = pod.volumes.find((x) => x.name === m.name);
-  return { mountPath: m.mountPath, hostPath: v?.hostPath?.path, readOnly: !!m.readOnly };
+  return `${v?.hostPath?.path}:${m.mountPath}${m.readOnly ? ":ro" : ""}`;
 });
 console.log(JSON.stringify({
   command: (c.command ?? []).map(fill),

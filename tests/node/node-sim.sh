@@ -125,12 +125,9 @@ run_opts+=(--cap-add "$caps")
 [ "$(field noNewPrivileges)" = true ] && run_opts+=(--security-opt no-new-privileges)
 [ "$(field readOnlyRootFilesystem)" = true ] && run_opts+=(--read-only)
 while read -r m; do
-	mp=$(node -e 'const m=JSON.parse(process.argv[1]); console.log(m.mountPath)' "$m")
-	hp=$(node -e 'const m=JSON.parse(process.argv[1]); console.log(m.hostPath)' "$m")
-	ro=$(node -e 'const m=JSON.parse(process.argv[1]); console.log(m.readOnly ? ":ro" : "")' "$m")
-	[ "$hp" = /sys/fs/cgroup ] && hp=$cgroot # this machine's cgroup2 root
-	run_opts+=(-v "$hp:$mp$ro")
-done < <(node -e 'for (const m of JSON.parse(process.argv[1]).mounts) console.log(JSON.stringify(m))' "$spec")
+	[ "${m%%:*}" = /sys/fs/cgroup ] && m=$cgroot:${m#*:} # this machine's cgroup2 root
+	run_opts+=(-v "$m")
+done < <(field mounts)
 lism_progs() { bpftool prog show 2>/dev/null | grep -cE 'name (lism_sockops|lism_msg|lism_destroy|lism_iter_socks) '; }
 progs_before=$(lism_progs)
 
