@@ -27,8 +27,8 @@ endif
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 USER_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) \
-	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf json-c libmicrohttpd 2>/dev/null)
-USER_LIBS := $(shell $(PKG_CONFIG) --libs libbpf json-c libmicrohttpd 2>/dev/null)
+	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf libxdp json-c libmicrohttpd 2>/dev/null)
+USER_LIBS := $(shell $(PKG_CONFIG) --libs libbpf libxdp json-c libmicrohttpd 2>/dev/null)
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-function -Iinclude -Ibpf -I$(BUILD)
 
@@ -39,13 +39,14 @@ USER_SRCS := $(wildcard user/*.c)
 # everything but main.c, so tests link the same code the tool runs
 LIB_SRCS  := $(filter-out user/main.c,$(USER_SRCS))
 LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(LIB_SRCS))
-USER_HDRS := $(wildcard user/*.h) $(wildcard include/lism/*.h) $(BUILD)/lism.skel.h
+USER_HDRS := $(wildcard user/*.h) $(wildcard include/lism/*.h) $(BUILD)/lism.skel.h \
+	$(BUILD)/fastpath.skel.h
 
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 
-.PHONY: all deps run test unit integration fuzz soak bench bench-deps image check-manifests install clean help
+.PHONY: all deps run test unit integration fuzz soak bench bench-fastpath bench-deps image check-manifests install clean help
 .DEFAULT_GOAL := all
 # keep generated objects between the skeleton steps
 .SECONDARY:
@@ -62,6 +63,7 @@ help:
 	@echo 'make fuzz         libFuzzer on the option and command-line parsers (FUZZ_SECONDS=$(FUZZ_SECONDS) each)'
 	@echo 'make soak         TCP_CRR for SOAK_SECONDS=$(SOAK_SECONDS) (12 threads) + SOAK_GIB=$(SOAK_GIB) GiB each way, root'
 	@echo 'make bench        TCP vs plain sockmap vs lism, interleaved (BENCH_QUICK=1: one short pass)'
+	@echo 'make bench-fastpath  pod to pod through a node namespace, with and without lism xdp'
 	@echo 'make image        the node agent image $(IMAGE) (podman, from scratch, nothing pulled)'
 	@echo 'make check-manifests  validate deploy/kubernetes against the Kubernetes schema (npm)'
 	@echo 'make install      install lism to $(PREFIX)/sbin and lism(8)'
@@ -113,6 +115,13 @@ $(BUILD)/lism.bpf.o: $(BPF_OBJS)
 $(BUILD)/lism.skel.h: $(BUILD)/lism.bpf.o
 	$(call say,GEN,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name lism_bpf > $@.tmp && mv $@.tmp $@
+
+# The veth fast path is its own object: libxdp loads it into its dispatcher.
+# libbpf 1.1 warns about libxdp's .xdp_run_config section (libxdp reads it).
+$(BUILD)/fastpath.skel.h: $(BUILD)/bpf/fastpath.bpf.o
+	$(call say,GEN,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name lism_fastpath_bpf > $@.tmp 2> $@.log || { cat $@.log >&2; exit 1; }
+	$(Q)grep -v 'xdp_run_config' $@.log >&2; rm -f $@.log; mv $@.tmp $@
 
 $(BUILD)/user/%.o: user/%.c $(USER_HDRS) | $(BUILD)/user
 	$(call say,CC,$@)
@@ -192,6 +201,11 @@ bench-deps: deps
 
 bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup
 	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/bench.py
+	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/fastpath.py
+
+# Only the veth fast path's pod-to-pod workloads (part of `make bench`).
+bench-fastpath: bench-deps all
+	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/fastpath.py
 
 # The node agent image (deploy/Containerfile): the binary and the libraries
 # ldd names for it, FROM scratch; built locally, nothing pulled.
@@ -209,6 +223,8 @@ image: deps all
 	$(Q)for lib in $$(ldd $(BUILD)/lism | awk '$$2 == "=>" && $$3 ~ /^\// { print $$3 } $$1 ~ /^\// { print $$1 }'); do \
 		cp -L --parents $$lib $(BUILD)/image-root/ || exit 1; \
 	done
+	$(Q)# libxdp loads its dispatcher from here (the veth fast path)
+	$(Q)cp -L --parents $$($(PKG_CONFIG) --variable=libdir libxdp)/bpf/xdp-dispatcher.o $(BUILD)/image-root/
 	$(Q)$(PODMAN) build -q -f $(abspath deploy/Containerfile) -t $(IMAGE) $(BUILD)/image-root >/dev/null
 	$(Q)$(PODMAN) run --rm --network none $(PODMAN_LIMITS) $(IMAGE) version
 

@@ -18,6 +18,7 @@ static const struct {
 	{ "conns", LISM_CMD_CONNS },   { "stats", LISM_CMD_STATS },   { "events", LISM_CMD_EVENTS },
 	{ "run", LISM_CMD_RUN },       { "set", LISM_CMD_SET },       { "help", LISM_CMD_HELP },
 	{ "version", LISM_CMD_VERSION }, { "mount-bpffs", LISM_CMD_MOUNT_BPFFS },
+	{ "xdp", LISM_CMD_XDP },
 };
 
 /* BPF_TCP_* order */
@@ -73,8 +74,12 @@ void lism_usage(FILE *f)
 		"           [-j] [--all]\n"
 		"  run      foreground daemon: load (or adopt), serve /metrics and /healthz, log events\n"
 		"           [load options] [--metrics-addr ADDR:PORT] [--unload-on-exit] [-j]\n"
+		"           [--iface GLOB,...]  (keep the veth fast path on matching interfaces)\n"
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
+		"  xdp attach --iface GLOB,...   veth fast path (XDP) on matching interfaces\n"
+		"  xdp detach                    remove it from every interface\n"
+		"  xdp status                    where it is attached, what it forwarded   [-j]\n"
 		"  mount-bpffs  mount bpffs at /sys/fs/bpf unless the pin path is on one (init containers)\n"
 		"  help     this text\n"
 		"  version  print the version\n"
@@ -256,6 +261,7 @@ enum {
 	OPT_EXCLUDE_CIDR,
 	OPT_UPGRADE,
 	OPT_NO_STREAM_DETECT,
+	OPT_IFACE,
 };
 
 /* Which options each command accepts. */
@@ -287,7 +293,9 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 		return cmd == LISM_CMD_UNLOAD;
 	case 'j':
 		return cmd == LISM_CMD_STATUS || cmd == LISM_CMD_CONNS || cmd == LISM_CMD_STATS ||
-		       cmd == LISM_CMD_EVENTS || cmd == LISM_CMD_RUN;
+		       cmd == LISM_CMD_EVENTS || cmd == LISM_CMD_RUN || cmd == LISM_CMD_XDP;
+	case OPT_IFACE:
+		return cmd == LISM_CMD_XDP || cmd == LISM_CMD_RUN;
 	case 'w':
 	case OPT_PORT:
 	case OPT_STATE:
@@ -336,6 +344,19 @@ static int parse_positional(struct lism_opts *o, int n, char **args, char *err, 
 		}
 		return fail(err, errlen, "set: unknown setting '%s' (active, max-dmbs)", args[0]);
 	}
+	if (o->cmd == LISM_CMD_XDP) {
+		if (n != 1 || (strcmp(args[0], "attach") && strcmp(args[0], "detach") &&
+			       strcmp(args[0], "status")))
+			return fail(err, errlen, "xdp: expected 'attach', 'detach' or 'status'");
+		o->xdp_action = !strcmp(args[0], "attach") ? LISM_XDP_ATTACH :
+				!strcmp(args[0], "detach") ? LISM_XDP_DETACH :
+							     LISM_XDP_STATUS;
+		if ((o->xdp_action == LISM_XDP_ATTACH) != !!o->xdp_ifaces[0])
+			return fail(err, errlen, "xdp %s: --iface %s", args[0],
+				    o->xdp_action == LISM_XDP_ATTACH ? "is required" :
+								       "only applies to attach");
+		return 0;
+	}
 	if (n)
 		return fail(err, errlen, "%s: unexpected argument '%s'", lism_cmd_name(o->cmd), args[0]);
 	return 0;
@@ -364,6 +385,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "all", no_argument, NULL, OPT_ALL },
 		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
 		{ "unload-on-exit", no_argument, NULL, OPT_UNLOAD_ON_EXIT },
+		{ "iface", required_argument, NULL, OPT_IFACE },
 		{ "json", no_argument, NULL, 'j' },
 		{ "wide", no_argument, NULL, 'w' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -546,6 +568,19 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		case OPT_UNLOAD_ON_EXIT:
 			o->unload_on_exit = 1;
 			break;
+		case OPT_IFACE: {
+			char item[64];
+
+			/* interface names or globs: "veth*,cali*" */
+			if (strlen(arg) >= sizeof(o->xdp_ifaces))
+				return fail(err, errlen, "--iface: list too long");
+			for (const char *p = arg; *p;)
+				if (list_item(&p, item, sizeof(item)) || strchr(item, '/'))
+					return fail(err, errlen, "--iface: '%s' is not a list of interface names or globs",
+						    arg);
+			strcpy(o->xdp_ifaces, arg);
+			break;
+		}
 		case 'j':
 			o->json = 1;
 			break;

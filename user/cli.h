@@ -29,6 +29,7 @@ enum lism_cmd {
 	LISM_CMD_RUN,
 	LISM_CMD_SET,
 	LISM_CMD_MOUNT_BPFFS,
+	LISM_CMD_XDP,
 	LISM_CMD_HELP,
 	LISM_CMD_VERSION,
 };
@@ -43,6 +44,13 @@ enum lism_set_key {
 	LISM_SET_NONE = 0,
 	LISM_SET_ACTIVE,
 	LISM_SET_MAX_DMBS,
+};
+
+/* lism xdp ACTION */
+enum lism_xdp_action {
+	LISM_XDP_STATUS = 0,
+	LISM_XDP_ATTACH,
+	LISM_XDP_DETACH,
 };
 
 /* lism conns --mode */
@@ -92,6 +100,9 @@ struct lism_opts {
 	/* run */
 	char metrics_addr[64];
 	int unload_on_exit;
+	/* xdp, run: comma-separated interface globs for the veth fast path ("" = off) */
+	char xdp_ifaces[256];
+	enum lism_xdp_action xdp_action;
 	/* set */
 	enum lism_set_key set_key;
 	__u32 set_value;

@@ -22,11 +22,14 @@
 #include "daemon.h"
 #include "device.h"
 #include "events.h"
+#include "fastpath.h"
 #include "loader.h"
 #include "log.h"
 #include "metrics.h"
 #include "pins.h"
 #include "signals.h"
+
+#define XDP_RESCAN_S 2
 
 struct http_ctx {
 	const char *pin_path;
@@ -137,6 +140,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct http_ctx *ctx = cls;
 	const char *why;
 	char *body = NULL;
+	__u64 xdp[LISM_XDP_STAT_MAX];
 	size_t len = 0;
 	FILE *f;
 
@@ -163,6 +167,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!f)
 		return MHD_NO;
 	lism_metrics_write(f, &ctx->cached, LISM_VERSION);
+	if (!lism_fastpath_stats(ctx->pin_path, xdp))
+		lism_metrics_write_xdp(f, xdp);
 	fclose(f);
 	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }
@@ -201,7 +207,7 @@ int lism_cmd_run(const struct lism_opts *o)
 	struct MHD_Daemon *http = NULL;
 	struct sockaddr_storage sa;
 	struct pollfd p[2];
-	int ret, sfd = -1, stop = 0, loaded = 0, started = 0;
+	int ret, sfd = -1, stop = 0, loaded = 0, started = 0, xdp_on = !!o->xdp_ifaces[0];
 
 	/* blocked before anything else: a SIGTERM during the load waits until it is whole */
 	sfd = lism_stop_signals_fd();
@@ -238,18 +244,29 @@ int lism_cmd_run(const struct lism_opts *o)
 		ret = LISM_EXIT_FAIL;
 		goto out;
 	}
+	if (xdp_on && lism_fastpath_sync(o->pin_path, o->xdp_ifaces, 1) == -EPERM)
+		xdp_on = 0; /* said why (CAP_SYS_ADMIN); retrying would only repeat it */
 	printf("lism: running; metrics at http://%s/metrics, health at /healthz\n", o->metrics_addr);
 	fflush(stdout);
 	started = 1;
 	p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = lism_events_fd(ev), .events = POLLIN };
 	while (!stop) {
-		if (poll(p, 2, -1) < 0) {
+		/* pods come and go: new veths matching --iface get the fast path */
+		int n = poll(p, 2, xdp_on ? XDP_RESCAN_S * 1000 : -1);
+
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			lism_err("poll failed: %s", strerror(errno));
 			ret = LISM_EXIT_FAIL;
 			goto out;
+		}
+		if (!n) {
+			if (lism_fastpath_sync(o->pin_path, o->xdp_ifaces, 1) == -EPERM)
+				xdp_on = 0;
+			fflush(stdout);
+			continue;
 		}
 		if (p[1].revents)
 			lism_events_consume(ev);

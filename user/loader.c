@@ -17,6 +17,7 @@
 
 #include "cgroup.h"
 #include "device.h"
+#include "fastpath.h"
 #include "loader.h"
 #include "log.h"
 #include "pins.h"
@@ -501,6 +502,11 @@ static int remove_instance(const struct lism_instance *in)
 			close(fd);
 		}
 	}
+	/* the fast path's attachments, in this network namespace */
+	rm = lism_fastpath_remove(in->pin_path);
+	if (rm)
+		lism_err("removing the veth fast path failed: %s", strerror(-rm));
+	err = err ? err : rm;
 	rm = lism_pins_remove(in->pin_path);
 	return err ? err : rm;
 }

@@ -6,6 +6,7 @@
 #include "log.h"
 
 static int log_verbose;
+static int log_quiet;
 
 void lism_err(const char *fmt, ...)
 {
@@ -35,6 +36,8 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 		return 0;
 	if (level == LIBBPF_INFO && !log_verbose)
 		return 0;
+	if (log_quiet && !log_verbose)
+		return 0;
 	return vfprintf(stderr, fmt, ap);
 }
 
@@ -42,4 +45,14 @@ void lism_log_setup(int verbose)
 {
 	log_verbose = verbose;
 	libbpf_set_print(libbpf_log);
+}
+
+void lism_log_quiet(int on)
+{
+	log_quiet = on;
+}
+
+int lism_log_verbose(void)
+{
+	return log_verbose;
 }

@@ -8,5 +8,12 @@ void lism_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void lism_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* libbpf messages: warnings always, everything with -v. */
 void lism_log_setup(int verbose);
+/*
+ * Hide libbpf's warnings (unless verbose) around calls whose failures are
+ * expected and handled, e.g. libxdp's feature probes; the caller reports
+ * the outcome itself.
+ */
+void lism_log_quiet(int on);
+int lism_log_verbose(void);
 
 #endif

@@ -10,6 +10,7 @@
 #include "daemon.h"
 #include "device.h"
 #include "events.h"
+#include "fastpath.h"
 #include "stats.h"
 #include "status.h"
 
@@ -42,6 +43,8 @@ int main(int argc, char **argv)
 		return lism_cmd_run(&o);
 	case LISM_CMD_SET:
 		return lism_cmd_set(&o);
+	case LISM_CMD_XDP:
+		return lism_cmd_xdp(&o);
 	case LISM_CMD_MOUNT_BPFFS:
 		return lism_cmd_mount_bpffs(&o);
 	case LISM_CMD_VERSION:

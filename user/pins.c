@@ -10,6 +10,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "lism/fastpath.h"
 #include "pins.h"
 
 int lism_pin_join(char *out, size_t outlen, const char *dir, const char *name)
@@ -73,7 +74,7 @@ static const char *const pin_names[] = {
 	"device", "usage", "dmbs", "dmb_owner", "dmb_free", "shortcut", "socks", "stats",
 	"reasons", "sizes", "scope", "ports", "events",
 	LISM_PIN_PROG_SOCKOPS, LISM_PIN_PROG_MSG, LISM_PIN_PROG_ITER, LISM_PIN_LINK_SOCKOPS,
-	LISM_PIN_LINK_DESTROY,
+	LISM_PIN_LINK_DESTROY, LISM_PIN_XDP_PORTS, LISM_PIN_XDP_STATS, LISM_PIN_XDP_CONFIG,
 };
 
 int lism_pins_remove(const char *dir)

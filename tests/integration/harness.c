@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -322,4 +323,43 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 	(void)stats;
 	if (geteuid() == 0)
 		sweep_leftovers(getpid());
+}
+
+pid_t spawn_sh(const char *cmd, int *out)
+{
+	int p[2];
+	pid_t pid;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	*out = p[0];
+	return pid;
+}
+
+/* Read from @fd until @needle shows up in the accumulated text (or timeout). */
+int wait_output(int fd, char *buf, size_t len, const char *needle, int ms)
+{
+	size_t n = strlen(buf);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	for (int waited = 0; !strstr(buf, needle); waited += 50) {
+		if (waited > ms)
+			return 0;
+		if (poll(&p, 1, 50) == 1) {
+			ssize_t r = read(fd, buf + n, len - 1 - n);
+
+			if (r <= 0)
+				return strstr(buf, needle) != NULL;
+			n += r;
+			buf[n] = '\0';
+		}
+	}
+	return 1;
 }

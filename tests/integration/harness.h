@@ -13,6 +13,7 @@
 #include <linux/types.h>
 #include <stddef.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "device.h"
 
@@ -64,6 +65,11 @@ long wait_drained(const struct env *e, int timeout_ms);
 const char *env_netns(struct env *e, const char *suffix);
 /* Switch this thread into @ns (NULL: back to the namespace we started in). */
 void netns_switch(const char *ns);
+
+/* Start `sh -c @cmd` with its stdout on *@out (a pipe); returns its pid. */
+pid_t spawn_sh(const char *cmd, int *out);
+/* Read @fd into @buf until @needle shows up in the text read so far; 0 on timeout. */
+int wait_output(int fd, char *buf, size_t len, const char *needle, int ms);
 
 /* Sweep everything a runner with pid @pid may have left (report hook). */
 void sweep_leftovers(int pid);

@@ -203,44 +203,10 @@ Test(views, stats_move_by_the_bytes_sent)
 /* Start build/lism with @args (and --pin-path); its stdout comes back on *out. */
 static pid_t spawn_lism(const char *args, int *out)
 {
-	int p[2];
-	pid_t pid;
+	char cmd[PATH_MAX * 3];
 
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		char cmd[8192];
-
-		dup2(p[1], 1);
-		snprintf(cmd, sizeof(cmd), "exec \"$LISM_BIN\" %s --pin-path %s", args, e.pin);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	*out = p[0];
-	return pid;
-}
-
-/* Read from @fd until @needle shows up in the accumulated text (or timeout). */
-static int wait_for(int fd, char *buf, size_t len, const char *needle, int ms)
-{
-	size_t n = strlen(buf);
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	for (int waited = 0; !strstr(buf, needle); waited += 50) {
-		if (waited > ms)
-			return 0;
-		if (poll(&p, 1, 50) == 1) {
-			ssize_t r = read(fd, buf + n, len - 1 - n);
-
-			if (r <= 0)
-				return strstr(buf, needle) != NULL;
-			n += r;
-			buf[n] = '\0';
-		}
-	}
-	return 1;
+	snprintf(cmd, sizeof(cmd), "exec \"$LISM_BIN\" %s --pin-path %s", args, e.pin);
+	return spawn_sh(cmd, out);
 }
 
 Test(views, events_json_delivers_confirm_and_close)
@@ -254,10 +220,10 @@ Test(views, events_json_delivers_confirm_and_close)
 	usleep(300000); /* let it open the ring buffer */
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
-	cr_assert(wait_for(out, buf, sizeof(buf), "\"type\":\"confirm\"", 3000), "no confirm: %s", buf);
+	cr_assert(wait_output(out, buf, sizeof(buf), "\"type\":\"confirm\"", 3000), "no confirm: %s", buf);
 	close(c);
 	close(s);
-	cr_assert(wait_for(out, buf, sizeof(buf), "\"type\":\"close\"", 3000), "no close: %s", buf);
+	cr_assert(wait_output(out, buf, sizeof(buf), "\"type\":\"close\"", 3000), "no close: %s", buf);
 	/* every line is JSON, and the close names the confirmed token */
 	struct json_object *first = NULL;
 	int closes = 0;
@@ -317,7 +283,7 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	/* the daemon adopts the instance env_up loaded */
 	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d", port);
 	child = spawn_lism(args, &out);
-	cr_assert(wait_for(out, buf, sizeof(buf), "running", 5000), "daemon did not start: %s", buf);
+	cr_assert(wait_output(out, buf, sizeof(buf), "running", 5000), "daemon did not start: %s", buf);
 	cr_assert(strstr(buf, "adopting"), "%s", buf);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", port);
 	cr_assert_eq(curl(url, body, sizeof(body)), 200, "%s", body);
@@ -339,13 +305,13 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	cr_assert_eq(metric(body, "lism_shortcut_bytes_total"), 12345);
 	cr_assert_eq(metric(body, "lism_connections_confirmed"), 1);
 	cr_assert_eq(metric(body, "lism_dmbs_in_use"), 2);
-	cr_assert(wait_for(out, buf, sizeof(buf), "confirm", 3000), "the daemon logged no event: %s", buf);
+	cr_assert(wait_output(out, buf, sizeof(buf), "confirm", 3000), "the daemon logged no event: %s", buf);
 
 	kill(child, SIGTERM);
 	waitpid(child, &st, 0);
 	child = -1;
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
-	cr_assert(wait_for(out, buf, sizeof(buf), "left loaded", 1000), "%s", buf);
+	cr_assert(wait_output(out, buf, sizeof(buf), "left loaded", 1000), "%s", buf);
 	close(out);
 	/* still loaded, still carrying the connection */
 	cr_assert_eq(send_all(c, 3, 12345, 1000), 0);
@@ -358,7 +324,7 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	buf[0] = '\0';
 	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d --unload-on-exit", port);
 	child = spawn_lism(args, &out);
-	cr_assert(wait_for(out, buf, sizeof(buf), "running", 5000), "%s", buf);
+	cr_assert(wait_output(out, buf, sizeof(buf), "running", 5000), "%s", buf);
 	kill(child, SIGINT);
 	waitpid(child, &st, 0);
 	child = -1;
@@ -415,7 +381,7 @@ Test(views, sigkill_of_the_daemon_mid_transfer)
 	env_up(&e, LISM_TEST_MEASURE);
 	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d", port);
 	child = spawn_lism(args, &out);
-	cr_assert(wait_for(out, buf, sizeof(buf), "running", 5000), "%s", buf);
+	cr_assert(wait_output(out, buf, sizeof(buf), "running", 5000), "%s", buf);
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
 	int killed[2];
@@ -448,7 +414,7 @@ Test(views, sigkill_of_the_daemon_mid_transfer)
 	env_leave(&e);
 	buf[0] = '\0';
 	child = spawn_lism(args, &out);
-	cr_assert(wait_for(out, buf, sizeof(buf), "running", 5000), "%s", buf);
+	cr_assert(wait_output(out, buf, sizeof(buf), "running", 5000), "%s", buf);
 	cr_assert(strstr(buf, "adopting"), "the restart did not adopt: %s", buf);
 	kill(child, SIGTERM);
 	waitpid(child, NULL, 0);

@@ -56,13 +56,15 @@ cg_name=lism-node-$id
 cg=$cgroot/$cg_name
 pin=/sys/fs/bpf/lism-node-$id
 ctr=lism-node-$id
+libxdp=/sys/fs/bpf/lism-node-$id-libxdp
 port=$((21000 + id % 1000))
 ns_node=ln$id-node ns_a=ln$id-a ns_b=ln$id-b ns_c=ln$id-c
 tmp=$(mktemp -d /tmp/lism-node.XXXXXX)
 pids=()
 
 cleanup() {
-	podman --runtime runc rm -f -t 0 "$ctr" >/dev/null 2>&1
+	podman --runtime runc rm -f -t 0 "$ctr" "$ctr-xdp" >/dev/null 2>&1
+	rm -rf "$pin-xdp" "$libxdp" 2>/dev/null
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	sleep 0.2
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
@@ -117,17 +119,18 @@ mapfile -t args < <(field args | sed -e "s|^--cgroup=/host/cgroup\$|--cgroup=/ho
 	-e "s|^--pin-path=.*|--pin-path=$pin|" -e "s|^--metrics-addr=.*|--metrics-addr=127.0.0.1:$port|")
 mapfile -t prestop < <(field preStop | sed -e "s|^--pin-path=.*|--pin-path=$pin|")
 caps=$(field capsAdd | paste -sd, -)
-run_opts=(--runtime runc run -d --name "$ctr" --network host --pid private
-	--ulimit nofile=20000:20000 --ulimit nproc=32768:32768
+# the DaemonSet container's privileges and mounts
+sec_opts=(--pid private --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
 	--security-opt "seccomp=$root/deploy/seccomp/lism.json")
-[ "$(field capsDrop)" = ALL ] && run_opts+=(--cap-drop ALL)
-run_opts+=(--cap-add "$caps")
-[ "$(field noNewPrivileges)" = true ] && run_opts+=(--security-opt no-new-privileges)
-[ "$(field readOnlyRootFilesystem)" = true ] && run_opts+=(--read-only)
+[ "$(field capsDrop)" = ALL ] && sec_opts+=(--cap-drop ALL)
+sec_opts+=(--cap-add "$caps")
+[ "$(field noNewPrivileges)" = true ] && sec_opts+=(--security-opt no-new-privileges)
+[ "$(field readOnlyRootFilesystem)" = true ] && sec_opts+=(--read-only)
 while read -r m; do
 	[ "${m%%:*}" = /sys/fs/cgroup ] && m=$cgroot:${m#*:} # this machine's cgroup2 root
-	run_opts+=(-v "$m")
+	sec_opts+=(-v "$m")
 done < <(field mounts)
+run_opts=(--runtime runc run -d --name "$ctr" --network host "${sec_opts[@]}")
 lism_progs() { bpftool prog show 2>/dev/null | grep -cE 'name (lism_sockops|lism_msg|lism_destroy|lism_iter_socks) '; }
 progs_before=$(lism_progs)
 
@@ -226,6 +229,43 @@ in_cgroup "$ns_a" curl -fsS -o "$tmp/got2" http://10.96.0.12/blob
 check "curl to the pod outside lism: sha256 equal" [ "$(sha256sum <"$tmp/got2" | cut -d' ' -f1)" = "$want" ]
 f1=$(stat_of reason:peer-no-lism)
 check "it fell back with peer-no-lism ($f0 -> $f1)" [ "$f1" -gt "$f0" ]
+
+# --- the veth fast path, from the same image with the same privileges plus
+# CAP_SYS_ADMIN (what enabling it asks of the DaemonSet), in the node's
+# network namespace (the DaemonSet's hostNetwork), on the pod veths.
+# Plain TCP between pods (clients outside lism's cgroup: no shortcut), so the
+# packets cross the node; conntrack liberal, so established TCP may skip it.
+ip netns exec "$ns_node" iptables -A FORWARD -m conntrack --ctstate INVALID -j DROP &&
+	ip netns exec "$ns_node" sysctl -qw net.netfilter.nf_conntrack_tcp_be_liberal=1 ||
+	bad "node conntrack settings"
+mkdir -p "$libxdp"
+xdp_in() { # extra podman options, then --, then lism xdp arguments
+	local extra=()
+	while [ "$1" != -- ]; do extra+=("$1"); shift; done
+	shift
+	podman --runtime runc run --rm --name "$ctr-xdp" --network "ns:/run/netns/$ns_node" \
+		--env "LIBXDP_BPFFS=$libxdp" "${sec_opts[@]}" "${extra[@]}" --entrypoint /usr/sbin/lism \
+		"$image" xdp "$@" --pin-path "$pin-xdp"
+}
+xdp_count() { ip -n "$ns_node" -o link show | grep -c ' xdp'; }
+# libxdp reads attached XDP programs by id (BPF_PROG_GET_FD_BY_ID): CAP_SYS_ADMIN
+xdp_in -- attach --iface 'veth*' >"$tmp/xdp.log" 2>&1
+xdp_in -- status >>"$tmp/xdp.log" 2>&1
+check "without CAP_SYS_ADMIN a second look at the veths fails and says why" \
+	grep -q 'needs it' "$tmp/xdp.log"
+xdp_in --cap-add SYS_ADMIN -- detach >/dev/null 2>&1
+xdp_in --cap-add SYS_ADMIN -- attach --iface 'veth*' >"$tmp/xdp.log" 2>&1
+check "lism xdp attach in the image attaches to the 3 pod veths ($(xdp_count) with XDP)" [ "$(xdp_count)" = 3 ]
+grep -v '^lism: fast path attached' "$tmp/xdp.log" | sed 's/^/node-sim: xdp: /'
+ip netns exec "$ns_a" redis-benchmark -h 10.244.2.2 -p 6379 -t set,get -n 20000 -c 8 -d 1024 -q >"$tmp/rb2.log" 2>&1
+check "redis-benchmark pod to pod with the fast path completes" grep -q 'GET' "$tmp/rb2.log"
+fwd=$(xdp_in --cap-add SYS_ADMIN -- status -j 2>/dev/null | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).counters.forwarded))')
+check "the fast path forwarded its packets past the node's stack ($fwd packets)" [ "${fwd:-0}" -ge 20000 ]
+in_cgroup "$ns_a" curl -fsS -o "$tmp/got3" http://10.96.0.10/blob
+check "curl through the Service IP with the fast path on: sha256 equal" [ "$(sha256sum <"$tmp/got3" | cut -d' ' -f1)" = "$want" ]
+xdp_in --cap-add SYS_ADMIN -- detach >"$tmp/xdp.log" 2>&1 || sed 's/^/node-sim: xdp: /' "$tmp/xdp.log"
+check "lism xdp detach leaves no XDP program ($(xdp_count) left)" [ "$(xdp_count)" = 0 ]
+check "and no pins" [ ! -e "$pin-xdp" ] && [ -z "$(find "$libxdp" -name 'dispatch-*')" ]
 
 # --- the DaemonSet goes away: preStop, then SIGTERM
 lism_in conns >"$tmp/conns.txt" 2>&1

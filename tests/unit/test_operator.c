@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "conns.h"
 #include "events.h"
+#include "fastpath.h"
 #include "lism/hist.h"
 #include "metrics.h"
 #include "reason.h"
@@ -328,8 +329,11 @@ Test(metrics, text_format_is_valid_and_complete)
 	s.reasons[LISM_R_PEER_NO_LISM] = 3;
 	s.sizes[0] = 2;
 	s.sizes[5] = 10;
+	__u64 xdp[LISM_XDP_STAT_MAX] = { [LISM_XDP_FORWARDED] = 7, [LISM_XDP_NO_CT] = 2 };
+
 	f = open_memstream(&text, &len);
 	lism_metrics_write(f, &s, "1.2.3");
+	lism_metrics_write_xdp(f, xdp);
 	fclose(f);
 
 	char *copy = strdup(text);
@@ -412,5 +416,9 @@ Test(metrics, text_format_is_valid_and_complete)
 	cr_assert_eq(sample_value(text, "lism_shortcut_send_size_bytes_bucket{le=\"1024\"} "), 2);
 	cr_assert_eq(sample_value(text, "lism_shortcut_send_size_bytes_bucket{le=\"2048\"} "), 12);
 	cr_assert(strstr(text, "lism_build_info{version=\"1.2.3\""), "no build info");
+	cr_assert_eq(sample_value(text, "lism_xdp_packets_total{result=\"forwarded\",reason=\"\"} "), 7);
+	cr_assert_eq(sample_value(text, "lism_xdp_packets_total{result=\"stack\",reason=\"no_ct\"} "), 2);
+	for (int k = LISM_XDP_NOT_IP; k < LISM_XDP_STAT_MAX; k++)
+		cr_assert_str_neq(lism_xdp_stat_name(k), "?", "stat %d has no name", k);
 	free(text);
 }
