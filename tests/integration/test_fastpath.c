@@ -6,7 +6,10 @@
  * (nsenter keeps the host's bpffs view; `ip netns exec` would remount
  * /sys), with libxdp's own pins in a test-private directory.
  */
+#include <bpf/libbpf.h>
 #include <criterion/criterion.h>
+#include <linux/if_link.h>
+#include <net/if.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 #include "harness.h"
 #include "pins.h"
 #include "traffic.h"
+#include "xdp_other.skel.h"
 
 static struct env e;
 static char libxdp_dir[PATH_MAX + 16];
@@ -293,6 +297,34 @@ Test(fastpath, new_veths_are_picked_up_and_unload_removes_it_all)
 	cr_assert_neq(access(e.pin, F_OK), 0, "%s left after unload", e.pin);
 	cr_assert_eq(sh("find %s -name 'dispatch-*' | grep -q .", libxdp_dir), 1,
 		     "libxdp dispatchers left");
+}
+
+/* A program lism did not attach (a CNI's) is never replaced, and keeps running. */
+Test(fastpath, another_xdp_program_is_left_alone)
+{
+	struct xdp_other *other;
+	char out[4096];
+	int ifindex;
+
+	node_up(1);
+	cr_assert_eq(node_lism("xdp detach", NULL, 0), 0);
+	other = xdp_other__open_and_load();
+	cr_assert_not_null(other);
+	netns_switch(node);
+	ifindex = (int)if_nametoindex("p1");
+	cr_assert_eq(bpf_xdp_attach(ifindex, bpf_program__fd(other->progs.xdp_other), XDP_FLAGS_SKB_MODE,
+				    NULL),
+		     0, "attaching the other program: %s", strerror(errno));
+	netns_switch(NULL);
+	cr_assert_neq(node_lism("xdp attach --iface 'p*'", out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "attaching the fast path to p1 failed"), "%s", out);
+	cr_assert(strstr(out, "fast path attached to p2"), "%s", out);
+	/* p1 still runs the other program */
+	cr_assert_geq(udp_echo(7003, 20), 19);
+	cr_assert_gt(other->bss->seen, 0, "the other program stopped seeing packets");
+	cr_assert_eq(node_lism("xdp detach", out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(xdp_links(), 1, "detach touched the other program");
+	xdp_other__destroy(other);
 }
 
 /* The DaemonSet's way: `lism run --iface`, in the node's namespace, keeps it on new veths. */
