@@ -59,7 +59,7 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 	counter(f, "lism_reaped_orphans_total",
 		"Reaped DMBs whose socket no longer named them (found by slot and socket cookie).",
 		st[LISM_S_REAPED_ORPHANS]);
-	counter(f, "lism_token_lost_total", "State changes of sockets whose token named no DMB entry.",
+	counter(f, "lism_token_lost_total", "Closes (FIN_WAIT1, LAST_ACK, CLOSE) of sockets whose token named no DMB entry.",
 		st[LISM_S_TOKEN_LOST]);
 	family(f, "lism_fallbacks_total", "counter", "Connection ends that stayed on TCP, by reason.");
 	for (unsigned int r = 1; r < LISM_R_MAX; r++)

@@ -57,7 +57,7 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "DMBs released by close", (unsigned long long)st[LISM_S_CLOSES]);
 	fprintf(f, ROW, "  reaped at socket destroy", (unsigned long long)st[LISM_S_REAPED]);
 	fprintf(f, ROW, "    whose socket lost its token", (unsigned long long)st[LISM_S_REAPED_ORPHANS]);
-	fprintf(f, ROW, "state changes with a lost token", (unsigned long long)st[LISM_S_TOKEN_LOST]);
+	fprintf(f, ROW, "closes with a lost token", (unsigned long long)st[LISM_S_TOKEN_LOST]);
 	fprintf(f, "  %-34s %lld / %u (high-water %lld, %.1f%% in use)\n", "DMBs in use / max",
 		(long long)s->usage.dmbs_in_use, s->dev.max_dmbs, (long long)s->usage.dmbs_hwm,
 		s->dev.max_dmbs ? 100.0 * (double)s->usage.dmbs_in_use / s->dev.max_dmbs : 0.0);

@@ -206,7 +206,7 @@ enum lism_stat {
 	LISM_S_STREAM_TCP,      /* sends kept on TCP during those holds */
 	LISM_S_REAPED,          /* DMBs released when their socket was destroyed (close unseen) */
 	LISM_S_REAPED_ORPHANS,  /* of those, entries whose socket had forgotten their token */
-	LISM_S_TOKEN_LOST,      /* state changes whose socket's token named no entry */
+	LISM_S_TOKEN_LOST,      /* closing state changes (FIN_WAIT1, LAST_ACK, CLOSE) whose token named no entry */
 	LISM_S_MAX
 };
 
