@@ -287,7 +287,6 @@ static int write_config(const char *pin_path)
 			cfg.flags |= LISM_XDP_F_TCP;
 		fclose(f);
 	}
-
 	fd = open_pinned(pin_path, LISM_PIN_XDP_CONFIG);
 	if (fd < 0)
 		return fd;
