@@ -277,6 +277,7 @@ static void tcp_exact(const char *dst, int port_hint)
 Test(fastpath, udp_and_tcp_between_pods_skip_the_node_stack)
 {
 	__u64 st[LISM_XDP_STAT_MAX], stack, before;
+	char out[4096];
 	int echoed;
 
 	node_up(1);
@@ -286,6 +287,8 @@ Test(fastpath, udp_and_tcp_between_pods_skip_the_node_stack)
 	/* the first datagram each way creates the conntrack entry in the stack */
 	cr_assert_geq(st[LISM_XDP_FORWARDED], 2 * 1990 - 4, "forwarded %llu packets",
 		      (unsigned long long)st[LISM_XDP_FORWARDED]);
+	cr_assert_eq(node_lism("status", out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "veth fast path: "), "%s", out);
 	/* the node's FORWARD chain saw only the first datagram each way */
 	stack = stack_forwarded();
 	cr_assert_leq(stack, 10, "the stack forwarded %llu packets, XDP %llu", (unsigned long long)stack,
