@@ -153,10 +153,8 @@ static int name_matches(const char *name, const char *globs)
 	return 0;
 }
 
-/* The fast path's maps and their pins, in one order. */
-#define N_MAPS 3
-static const char *const map_pins[N_MAPS] = { LISM_PIN_XDP_PORTS, LISM_PIN_XDP_STATS,
-					      LISM_PIN_XDP_CONFIG };
+/* The fast path's maps, in the order of their pins (lism_fastpath_pins). */
+#define N_MAPS LISM_FASTPATH_PINS
 
 static void skel_maps(struct lism_fastpath_bpf *skel, struct bpf_map *maps[N_MAPS])
 {
@@ -176,7 +174,7 @@ static int reuse_pins(struct lism_fastpath_bpf *skel, const char *pin_path)
 
 	skel_maps(skel, maps);
 	for (int i = 0; i < N_MAPS; i++) {
-		fd = open_pinned(pin_path, map_pins[i]);
+		fd = open_pinned(pin_path, lism_fastpath_pins[i]);
 		if (fd == -ENOENT)
 			continue;
 		if (fd < 0)
@@ -198,12 +196,12 @@ static int pin_new(struct lism_fastpath_bpf *skel, const char *pin_path)
 
 	skel_maps(skel, maps);
 	for (int i = 0; i < N_MAPS; i++) {
-		fd = open_pinned(pin_path, map_pins[i]);
+		fd = open_pinned(pin_path, lism_fastpath_pins[i]);
 		if (fd >= 0) {
 			close(fd);
 			continue;
 		}
-		if (lism_pin_join(path, sizeof(path), pin_path, map_pins[i]))
+		if (lism_pin_join(path, sizeof(path), pin_path, lism_fastpath_pins[i]))
 			return -ENAMETOOLONG;
 		if (bpf_obj_pin(bpf_map__fd(maps[i]), path))
 			return -errno;
@@ -392,7 +390,7 @@ int lism_fastpath_remove(const char *pin_path)
 	if (err)
 		return err; /* keep the maps: a program still uses them */
 	for (int n = 0; n < N_MAPS; n++)
-		if (!lism_pin_join(path, sizeof(path), pin_path, map_pins[n]) && unlink(path) &&
+		if (!lism_pin_join(path, sizeof(path), pin_path, lism_fastpath_pins[n]) && unlink(path) &&
 		    errno != ENOENT)
 			err = err ? err : -errno;
 	rmdir(pin_path); /* only if the fast path was all it held */

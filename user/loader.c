@@ -352,7 +352,7 @@ int lism_cmd_load(const struct lism_opts *o)
 		lism_hint("use e.g. %s/lism", o->pin_path);
 		return LISM_EXIT_USAGE;
 	}
-	if (lism_dir_empty(o->pin_path) == 0) {
+	if (lism_dir_only_fastpath(o->pin_path) == 0) {
 		lism_err("--pin-path %s holds pins that are not a lism instance", o->pin_path);
 		lism_hint("choose another --pin-path, or remove what is there");
 		return LISM_EXIT_STATE;
@@ -380,7 +380,7 @@ int lism_cmd_load(const struct lism_opts *o)
 		goto cleanup;
 	}
 	/* Under the lock: it may have been filled since we looked. */
-	if (lism_dir_empty(o->pin_path) != 1) {
+	if (lism_dir_only_fastpath(o->pin_path) != 1) {
 		lism_err("--pin-path %s is no longer empty", o->pin_path);
 		ret = LISM_EXIT_STATE;
 		close(lockfd);
@@ -464,7 +464,7 @@ cleanup:
 	bpf_link__destroy(destroy_link); /* the pin, if any, keeps it attached */
 	lism_bpf__destroy(skel);
 	if (ret != LISM_EXIT_OK && created)
-		lism_pins_remove(o->pin_path);
+		lism_pins_remove(o->pin_path, 0); /* a fast path set up before stays */
 	if (lockfd >= 0)
 		close(lockfd);
 	if (cgfd >= 0)
@@ -507,7 +507,7 @@ static int remove_instance(const struct lism_instance *in)
 	if (rm)
 		lism_err("removing the veth fast path failed: %s", strerror(-rm));
 	err = err ? err : rm;
-	rm = lism_pins_remove(in->pin_path);
+	rm = lism_pins_remove(in->pin_path, 1);
 	return err ? err : rm;
 }
 

@@ -51,42 +51,66 @@ int lism_existing_ancestor(const char *path, char *out, size_t outlen)
 	return 0;
 }
 
-int lism_dir_empty(const char *dir)
+/* Every name lism pins: the object's maps, its programs and its link. */
+static const char *const pin_names[] = {
+	"device", "usage", "dmbs", "dmb_owner", "dmb_free", "shortcut", "socks", "stats",
+	"reasons", "sizes", "scope", "ports", "events",
+	LISM_PIN_PROG_SOCKOPS, LISM_PIN_PROG_MSG, LISM_PIN_PROG_ITER, LISM_PIN_LINK_SOCKOPS,
+	LISM_PIN_LINK_DESTROY,
+};
+
+const char *const lism_fastpath_pins[LISM_FASTPATH_PINS] = {
+	LISM_PIN_XDP_PORTS, LISM_PIN_XDP_STATS, LISM_PIN_XDP_CONFIG,
+};
+
+static int is_fastpath_pin(const char *name)
+{
+	for (size_t i = 0; i < LISM_FASTPATH_PINS; i++)
+		if (!strcmp(name, lism_fastpath_pins[i]))
+			return 1;
+	return 0;
+}
+
+int lism_dir_only_fastpath(const char *dir)
 {
 	struct dirent *de;
-	int empty = 1;
+	int only = 1;
 	DIR *d;
 
 	d = opendir(dir);
 	if (!d)
 		return -errno;
 	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			empty = 0;
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && !is_fastpath_pin(de->d_name)) {
+			only = 0;
 			break;
 		}
 	closedir(d);
-	return empty;
+	return only;
 }
 
-/* Every name lism pins: the object's maps, its programs and its link. */
-static const char *const pin_names[] = {
-	"device", "usage", "dmbs", "dmb_owner", "dmb_free", "shortcut", "socks", "stats",
-	"reasons", "sizes", "scope", "ports", "events",
-	LISM_PIN_PROG_SOCKOPS, LISM_PIN_PROG_MSG, LISM_PIN_PROG_ITER, LISM_PIN_LINK_SOCKOPS,
-	LISM_PIN_LINK_DESTROY, LISM_PIN_XDP_PORTS, LISM_PIN_XDP_STATS, LISM_PIN_XDP_CONFIG,
-};
-
-int lism_pins_remove(const char *dir)
+static int unlink_pins(const char *dir, const char *const *names, size_t n)
 {
 	char path[4096];
 	int err = 0;
 
-	for (size_t i = 0; i < sizeof(pin_names) / sizeof(pin_names[0]); i++) {
-		if (lism_pin_join(path, sizeof(path), dir, pin_names[i]))
+	for (size_t i = 0; i < n; i++) {
+		if (lism_pin_join(path, sizeof(path), dir, names[i]))
 			return -ENAMETOOLONG;
 		if (unlink(path) && errno != ENOENT)
 			err = -errno;
+	}
+	return err;
+}
+
+int lism_pins_remove(const char *dir, int with_fastpath)
+{
+	int err = unlink_pins(dir, pin_names, sizeof(pin_names) / sizeof(pin_names[0]));
+
+	if (with_fastpath) {
+		int e = unlink_pins(dir, lism_fastpath_pins, LISM_FASTPATH_PINS);
+
+		err = err ? err : e;
 	}
 	if (rmdir(dir) && errno != ENOENT && errno != ENOTEMPTY)
 		err = -errno;

@@ -168,7 +168,7 @@ void env_down(struct env *e)
 		sh("ip netns del %s 2>/dev/null", e->netns[i]);
 	if (e->loaded)
 		lism(e, "unload --timeout 2 --force");
-	lism_pins_remove(e->pin);
+	lism_pins_remove(e->pin, 1);
 	rmdir(e->cgroup);
 	e->name[0] = '\0';
 }
@@ -299,7 +299,7 @@ static void sweep_dir(const char *dir, const char *prefix, int pins)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (pins)
-			lism_pins_remove(path);
+			lism_pins_remove(path, 1);
 		else
 			rmdir(path);
 	}

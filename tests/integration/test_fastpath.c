@@ -372,7 +372,7 @@ static int xdp_links(void)
 
 Test(fastpath, new_veths_are_picked_up_and_unload_removes_it_all)
 {
-	char out[4096], path[PATH_MAX];
+	char out[4096], path[PATH_MAX], args[PATH_MAX + 32];
 
 	node_up(1);
 	cr_assert_eq(xdp_links(), 2);
@@ -391,6 +391,17 @@ Test(fastpath, new_veths_are_picked_up_and_unload_removes_it_all)
 	e.loaded = 0;
 	cr_assert_eq(xdp_links(), 0, "programs left after unload");
 	cr_assert_neq(access(e.pin, F_OK), 0, "%s left after unload", e.pin);
+	/* the other order: the fast path first, then lism is loaded beside it */
+	cr_assert_eq(node_lism("xdp attach --iface 'p*'", NULL, 0), 0);
+	snprintf(args, sizeof(args), "load --cgroup %s", e.cgroup);
+	cr_assert_eq(node_lism(args, out, sizeof(out)), 0, "%s", out);
+	e.loaded = 1;
+	cr_assert_eq(node_lism("status", out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "veth fast path: "), "%s", out);
+	cr_assert_eq(node_lism("unload --timeout 5", out, sizeof(out)), 0, "%s", out);
+	e.loaded = 0;
+	cr_assert_eq(xdp_links(), 0, "programs left after the second unload");
+	cr_assert_neq(access(e.pin, F_OK), 0, "%s left after the second unload", e.pin);
 	cr_assert_eq(sh("find %s -name 'dispatch-*' | grep -q .", libxdp_dir), 1,
 		     "libxdp dispatchers left");
 }
