@@ -63,7 +63,8 @@ tmp=$(mktemp -d /tmp/lism-node.XXXXXX)
 pids=()
 
 cleanup() {
-	podman --runtime runc rm -f -t 0 "$ctr" "$ctr-xdp" >/dev/null 2>&1
+	# one at a time: podman rm stops at a name that does not exist
+	for c in "$ctr" "$ctr-xdp"; do podman --runtime runc rm -f -t 0 "$c" >/dev/null 2>&1; done
 	rm -rf "$pin-xdp" "$libxdp" 2>/dev/null
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	sleep 0.2
@@ -290,4 +291,6 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 check "no lism programs left ($progs_before before, $progs_after after)" [ "$progs_after" -le "$progs_before" ]
+for c in "$ctr" "$ctr-xdp"; do podman --runtime runc rm -f -t 0 "$c" >/dev/null 2>&1; done
+check "no container left" [ -z "$(podman --runtime runc ps -a --format '{{.Names}}' | grep -Fx -e "$ctr" -e "$ctr-xdp")" ]
 finish
