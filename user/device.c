@@ -13,17 +13,6 @@
 #include "log.h"
 #include "pins.h"
 
-static int open_pin(const char *dir, const char *name)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	if (lism_pin_join(path, sizeof(path), dir, name))
-		return -ENAMETOOLONG;
-	fd = bpf_obj_get(path);
-	return fd < 0 ? -errno : fd;
-}
-
 static __u32 value_size(int fd)
 {
 	struct bpf_map_info info = { 0 };
@@ -64,7 +53,7 @@ int lism_instance_open(struct lism_instance *in, const char *pin_path)
 		return -ENAMETOOLONG;
 	strcpy(in->pin_path, pin_path);
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		err = open_pin(pin_path, maps[i].name);
+		err = lism_pin_open(pin_path, maps[i].name);
 		if (err < 0) {
 			lism_instance_close(in);
 			return err;
@@ -72,7 +61,7 @@ int lism_instance_open(struct lism_instance *in, const char *pin_path)
 		*maps[i].fd = err;
 	}
 	/* Newer than some instances: read as zeros when absent. */
-	err = open_pin(pin_path, "sizes");
+	err = lism_pin_open(pin_path, "sizes");
 	in->sizes_fd = err < 0 ? -1 : err;
 	/* Values are read into this build's structs: refuse other layouts before any read. */
 	if (value_size(in->device_fd) != sizeof(struct lism_device) ||

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <xdp/libxdp.h>
 
+#include "device.h"
 #include "fastpath.h"
 #include "log.h"
 #include "pins.h"
@@ -49,23 +50,12 @@ const char *lism_xdp_stat_name(int stat)
 	return stat_names[stat];
 }
 
-static int open_pinned(const char *pin_path, const char *name)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	if (lism_pin_join(path, sizeof(path), pin_path, name))
-		return -ENAMETOOLONG;
-	fd = bpf_obj_get(path);
-	return fd < 0 ? -errno : fd;
-}
-
 /* The id of the pinned ports map: it tells our programs from another instance's. */
 static int ports_map_id(const char *pin_path, __u32 *id)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
-	int fd = open_pinned(pin_path, LISM_PIN_XDP_PORTS), err = 0;
+	int fd = lism_pin_open(pin_path, LISM_PIN_XDP_PORTS), err = 0;
 
 	*id = 0;
 	if (fd < 0)
@@ -134,6 +124,43 @@ static void inspect_failed(const char *ifname, int err)
 			  "CAP_SYS_ADMIN: the fast path needs it (docs/kubernetes.md)");
 }
 
+typedef int (*attached_fn)(const struct if_nameindex *i, struct xdp_multiprog *mp,
+			   struct xdp_program *p, void *ctx);
+
+/*
+ * Call @fn for every interface of this namespace our program (the one using
+ * @pin_path's ports map) is attached to.  Interfaces whose programs cannot
+ * be read are reported and skipped.  Returns the first error (of reading
+ * or of @fn), or the number of such interfaces.
+ */
+static int for_each_attached(const char *pin_path, attached_fn fn, void *ctx)
+{
+	struct if_nameindex *ifs, *i;
+	int n = 0, first_err = 0, err;
+	__u32 ports_id;
+
+	err = ports_map_id(pin_path, &ports_id);
+	if (err)
+		return err;
+	ifs = if_nameindex();
+	if (!ifs)
+		return -errno;
+	for (i = ifs; i->if_index; i++) {
+		struct xdp_multiprog *mp;
+		struct xdp_program *p;
+
+		err = find_ours(i->if_index, ports_id, &mp, &p);
+		if (err < 0)
+			inspect_failed(i->if_name, err);
+		else if (err && !(err = fn(i, mp, p, ctx)))
+			n++;
+		first_err = first_err ? first_err : err < 0 ? err : 0;
+		xdp_multiprog__close(mp);
+	}
+	if_freenameindex(ifs);
+	return first_err ? first_err : n;
+}
+
 static int name_matches(const char *name, const char *globs)
 {
 	const char *p = globs;
@@ -154,9 +181,8 @@ static int name_matches(const char *name, const char *globs)
 }
 
 /* The fast path's maps, in the order of their pins (lism_fastpath_pins). */
-#define N_MAPS LISM_FASTPATH_PINS
 
-static void skel_maps(struct lism_fastpath_bpf *skel, struct bpf_map *maps[N_MAPS])
+static void skel_maps(struct lism_fastpath_bpf *skel, struct bpf_map *maps[LISM_FASTPATH_PINS])
 {
 	maps[0] = skel->maps.xdp_ports;
 	maps[1] = skel->maps.xdp_stats;
@@ -169,12 +195,12 @@ static void skel_maps(struct lism_fastpath_bpf *skel, struct bpf_map *maps[N_MAP
  */
 static int reuse_pins(struct lism_fastpath_bpf *skel, const char *pin_path)
 {
-	struct bpf_map *maps[N_MAPS];
+	struct bpf_map *maps[LISM_FASTPATH_PINS];
 	int fd, err;
 
 	skel_maps(skel, maps);
-	for (int i = 0; i < N_MAPS; i++) {
-		fd = open_pinned(pin_path, lism_fastpath_pins[i]);
+	for (int i = 0; i < LISM_FASTPATH_PINS; i++) {
+		fd = lism_pin_open(pin_path, lism_fastpath_pins[i]);
 		if (fd == -ENOENT)
 			continue;
 		if (fd < 0)
@@ -190,13 +216,13 @@ static int reuse_pins(struct lism_fastpath_bpf *skel, const char *pin_path)
 /* Pin the maps the first attach created. */
 static int pin_new(struct lism_fastpath_bpf *skel, const char *pin_path)
 {
-	struct bpf_map *maps[N_MAPS];
+	struct bpf_map *maps[LISM_FASTPATH_PINS];
 	char path[PATH_MAX];
 	int fd;
 
 	skel_maps(skel, maps);
-	for (int i = 0; i < N_MAPS; i++) {
-		fd = open_pinned(pin_path, lism_fastpath_pins[i]);
+	for (int i = 0; i < LISM_FASTPATH_PINS; i++) {
+		fd = lism_pin_open(pin_path, lism_fastpath_pins[i]);
 		if (fd >= 0) {
 			close(fd);
 			continue;
@@ -285,7 +311,7 @@ static int write_config(const char *pin_path)
 			cfg.flags |= LISM_XDP_F_TCP;
 		fclose(f);
 	}
-	fd = open_pinned(pin_path, LISM_PIN_XDP_CONFIG);
+	fd = lism_pin_open(pin_path, LISM_PIN_XDP_CONFIG);
 	if (fd < 0)
 		return fd;
 	if (bpf_map_update_elem(fd, &zero, &cfg, BPF_ANY))
@@ -329,7 +355,7 @@ int lism_fastpath_sync(const char *pin_path, const char *ifaces, int log)
 				printf("lism: fast path attached to %s\n", i->if_name);
 		}
 		if (ports < 0) {
-			ports = open_pinned(pin_path, LISM_PIN_XDP_PORTS);
+			ports = lism_pin_open(pin_path, LISM_PIN_XDP_PORTS);
 			if (ports < 0) {
 				first_err = first_err ? first_err : ports;
 				break;
@@ -355,110 +381,67 @@ int lism_fastpath_sync(const char *pin_path, const char *ifaces, int log)
 	return first_err ? first_err : attached;
 }
 
+static int detach_one(const struct if_nameindex *i, struct xdp_multiprog *mp, struct xdp_program *p,
+		      void *ctx)
+{
+	int err = xdp_program__detach(p, i->if_index, xdp_multiprog__attach_mode(mp), 0);
+
+	(void)ctx;
+	if (err)
+		lism_err("detaching the fast path from %s failed: %s", i->if_name, strerror(-err));
+	return err;
+}
+
 int lism_fastpath_remove(const char *pin_path)
 {
-	struct if_nameindex *ifs, *i;
-	char path[PATH_MAX];
-	__u32 ports_id;
-	int err;
+	int err = for_each_attached(pin_path, detach_one, NULL);
 
-	err = ports_map_id(pin_path, &ports_id);
-	if (err)
-		return err == -ENOENT ? 0 : err;
-	ifs = if_nameindex();
-	if (!ifs)
-		return -errno;
-	for (i = ifs; i->if_index; i++) {
-		struct xdp_multiprog *mp;
-		struct xdp_program *p;
-		int e = find_ours(i->if_index, ports_id, &mp, &p);
-
-		if (e < 0) {
-			inspect_failed(i->if_name, e);
-			err = err ? err : e;
-		} else if (e) {
-			e = xdp_program__detach(p, i->if_index, xdp_multiprog__attach_mode(mp), 0);
-			if (e) {
-				lism_err("detaching the fast path from %s failed: %s", i->if_name,
-					 strerror(-e));
-				err = err ? err : e;
-			}
-		}
-		xdp_multiprog__close(mp);
-	}
-	if_freenameindex(ifs);
-	if (err)
+	if (err == -ENOENT)
+		return 0; /* never set up here */
+	if (err < 0)
 		return err; /* keep the maps: a program still uses them */
-	for (int n = 0; n < N_MAPS; n++)
-		if (!lism_pin_join(path, sizeof(path), pin_path, lism_fastpath_pins[n]) && unlink(path) &&
-		    errno != ENOENT)
-			err = err ? err : -errno;
-	rmdir(pin_path); /* only if the fast path was all it held */
-	return err;
+	return lism_fastpath_pins_remove(pin_path);
 }
 
 int lism_fastpath_stats(const char *pin_path, __u64 out[LISM_XDP_STAT_MAX])
 {
-	int ncpu = libbpf_num_possible_cpus(), fd, err = 0;
-	__u64 *vals;
+	int fd = lism_pin_open(pin_path, LISM_PIN_XDP_STATS), err;
 
-	if (ncpu <= 0)
-		return ncpu ? ncpu : -EINVAL;
-	fd = open_pinned(pin_path, LISM_PIN_XDP_STATS);
 	if (fd < 0)
 		return fd;
-	vals = calloc(ncpu, sizeof(*vals));
-	if (!vals) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (__u32 k = 0; k < LISM_XDP_STAT_MAX; k++) {
-		out[k] = 0;
-		if (bpf_map_lookup_elem(fd, &k, vals)) {
-			err = -errno;
-			break;
-		}
-		for (int c = 0; c < ncpu; c++)
-			out[k] += vals[c];
-	}
-	free(vals);
+	err = lism_percpu_sum(fd, out, LISM_XDP_STAT_MAX);
 	close(fd);
 	return err;
 }
 
-/* Interfaces our program is attached to, into a JSON array and/or @f. */
-static int list_ports(const char *pin_path, FILE *f, struct json_object *arr)
+struct port_list {
+	FILE *f;
+	struct json_object *arr;
+	int n;
+};
+
+static int list_one(const struct if_nameindex *i, struct xdp_multiprog *mp, struct xdp_program *p,
+		    void *ctx)
 {
-	struct if_nameindex *ifs, *i;
-	__u32 ports_id;
-	int n = 0, err;
+	struct port_list *l = ctx;
 
-	err = ports_map_id(pin_path, &ports_id);
-	if (err)
-		return err;
-	ifs = if_nameindex();
-	if (!ifs)
-		return -errno;
-	for (i = ifs; i->if_index; i++) {
-		struct xdp_multiprog *mp;
-		struct xdp_program *p;
-		int e = find_ours(i->if_index, ports_id, &mp, &p);
+	(void)mp;
+	(void)p;
+	if (l->f)
+		fprintf(l->f, "%s%s", l->n++ ? " " : "  attached to: ", i->if_name);
+	if (l->arr)
+		json_object_array_add(l->arr, json_object_new_string(i->if_name));
+	return 0;
+}
 
-		if (e < 0) {
-			inspect_failed(i->if_name, e);
-		} else if (e) {
-			if (f)
-				fprintf(f, "%s%s", n ? " " : "  attached to: ", i->if_name);
-			if (arr)
-				json_object_array_add(arr, json_object_new_string(i->if_name));
-			n++;
-		}
-		xdp_multiprog__close(mp);
-	}
-	if_freenameindex(ifs);
+/* Interfaces our program is attached to, into a JSON array and/or @f. */
+static void list_ports(const char *pin_path, FILE *f, struct json_object *arr)
+{
+	struct port_list l = { .f = f, .arr = arr };
+
+	for_each_attached(pin_path, list_one, &l);
 	if (f)
-		fprintf(f, n ? "\n" : "  attached to no interface\n");
-	return n;
+		fprintf(f, l.n ? "\n" : "  attached to no interface\n");
 }
 
 static int xdp_status(const struct lism_opts *o)
@@ -478,7 +461,7 @@ static int xdp_status(const struct lism_opts *o)
 		lism_err("reading the fast path counters failed: %s", strerror(-err));
 		return LISM_EXIT_FAIL;
 	}
-	fd = open_pinned(o->pin_path, LISM_PIN_XDP_CONFIG);
+	fd = lism_pin_open(o->pin_path, LISM_PIN_XDP_CONFIG);
 	if (fd >= 0) {
 		bpf_map_lookup_elem(fd, &zero, &cfg);
 		close(fd);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <bpf/bpf.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -49,6 +50,17 @@ int lism_existing_ancestor(const char *path, char *out, size_t outlen)
 			*slash = '\0';
 	}
 	return 0;
+}
+
+int lism_pin_open(const char *dir, const char *name)
+{
+	char path[4096];
+	int fd;
+
+	if (lism_pin_join(path, sizeof(path), dir, name))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(path);
+	return fd < 0 ? -errno : fd;
 }
 
 /* Every name lism pins: the object's maps, its programs and its link. */
@@ -114,6 +126,14 @@ int lism_pins_remove(const char *dir, int with_fastpath)
 	}
 	if (rmdir(dir) && errno != ENOENT && errno != ENOTEMPTY)
 		err = -errno;
+	return err;
+}
+
+int lism_fastpath_pins_remove(const char *dir)
+{
+	int err = unlink_pins(dir, lism_fastpath_pins, LISM_FASTPATH_PINS);
+
+	rmdir(dir); /* only if the fast path was all it held */
 	return err;
 }
 

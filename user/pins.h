@@ -23,6 +23,9 @@
 /* "@dir/@name" into @out; -ENAMETOOLONG if it does not fit. */
 int lism_pin_join(char *out, size_t outlen, const char *dir, const char *name);
 
+/* bpf_obj_get() of "@dir/@name": an fd, or -errno (-ENOENT: not pinned). */
+int lism_pin_open(const char *dir, const char *name);
+
 /* Whether @path is on a BPF filesystem (1), not (0), or -errno. */
 int lism_is_bpffs(const char *path);
 
@@ -40,6 +43,9 @@ int lism_pins_remove(const char *dir, int with_fastpath);
 /* The veth fast path's maps (ports, stats, config): it may be set up before or without an instance. */
 #define LISM_FASTPATH_PINS 3
 extern const char *const lism_fastpath_pins[LISM_FASTPATH_PINS];
+
+/* Unlink only the fast path's pins, then @dir if that left it empty. */
+int lism_fastpath_pins_remove(const char *dir);
 
 /* Whether @dir holds nothing but the veth fast path's pins (1), more (0), or -errno. */
 int lism_dir_only_fastpath(const char *dir);

@@ -370,6 +370,23 @@ static int xdp_links(void)
 	return n;
 }
 
+/* With UDP entries of 5 s, every datagram is within the 10 s refresh margin. */
+Test(fastpath, entries_near_their_timeout_go_through_the_stack)
+{
+	__u64 st[LISM_XDP_STAT_MAX];
+
+	node_up(1);
+	cr_assert_eq(sh("ip netns exec %s sysctl -qw net.netfilter.nf_conntrack_udp_timeout=5 "
+			"net.netfilter.nf_conntrack_udp_timeout_stream=5",
+			node),
+		     0);
+	cr_assert_geq(udp_echo(7005, 200), 199);
+	xdp_stats(st);
+	cr_assert_eq(st[LISM_XDP_FORWARDED], 0, "a datagram skipped its conntrack refresh");
+	cr_assert_geq(st[LISM_XDP_REFRESH], 2 * 199 - 4, "ct_refresh %llu",
+		      (unsigned long long)st[LISM_XDP_REFRESH]);
+}
+
 Test(fastpath, new_veths_are_picked_up_and_unload_removes_it_all)
 {
 	char out[4096], path[PATH_MAX], args[PATH_MAX + 32];
