@@ -717,6 +717,8 @@ static void on_state(struct bpf_sock_ops *s)
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	if (!st || !st->token)
 		return;
+	if (st->stream.passing) /* no send of ours runs the sk_msg program any more */
+		account_passed(st, bpf_skc_to_tcp_sock(sk));
 	e = dmb_by_token(st->token);
 	if (!e) { /* released by the peer's decline */
 		stat_add(LISM_S_TOKEN_LOST, 1);

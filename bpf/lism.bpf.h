@@ -188,6 +188,25 @@ static __always_inline __u64 gid_tag(const struct lism_device *d)
 	return lism_be64_load(d->gid);
 }
 
+/*
+ * Account the bytes that a verdict passed ahead (lism/stream.h) sent to TCP
+ * without the sk_msg program seeing them: at its next run, or when the
+ * socket stops sending (state change).
+ */
+static __always_inline void account_passed(struct lism_sk *st, const struct tcp_sock *tp)
+{
+	__u32 passed = tp ? lism_stream_passed(&st->stream, tp->write_seq) : 0;
+	struct lism_dmb *me;
+
+	st->stream.passing = 0;
+	if (!passed)
+		return;
+	me = dmb_get(st->slot);
+	if (me && me->token == st->token)
+		me->tx_tcp_bytes += passed;
+	stat_add(LISM_S_TCP_BYTES, passed);
+}
+
 static __always_inline void emit_event_at(__u8 type, __u8 reason, const struct lism_dmb *e,
 					  __u8 tcp_state)
 {

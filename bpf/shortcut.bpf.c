@@ -64,6 +64,19 @@ static __always_inline int nonblocking_reader(__u64 addr)
 	return f && (f->f_flags & O_NONBLOCK);
 }
 
+/*
+ * This send stays on TCP while the direction streams: let the next sends'
+ * bytes pass to TCP without running this program (stream.h).
+ */
+static __always_inline void pass_ahead(struct sk_msg_md *msg, struct lism_sk *st,
+				       const struct tcp_sock *tp, __u32 size)
+{
+	__u32 n = tp ? lism_stream_pass_ahead(&st->stream, tp->write_seq, size) : 0;
+
+	if (n)
+		bpf_msg_apply_bytes(msg, n);
+}
+
 /* Advance the producer cursor of the peer's DMB and sample its consumer. */
 static __always_inline void account(struct lism_dmb *pe, __u32 size, __u32 unread)
 {
@@ -80,6 +93,7 @@ int lism_msg(struct sk_msg_md *msg)
 {
 	struct bpf_sock *sk = msg->sk;
 	struct lism_dmb *pe, *me;
+	struct tcp_sock *tp;
 	struct lism_sk *st;
 	__u32 size = msg->size, unread, slot, bucket;
 	__u64 *owner, *hist, peer;
@@ -97,6 +111,9 @@ int lism_msg(struct sk_msg_md *msg)
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	if (!st || st->tx == LISM_TX_TCP)
 		return SK_PASS;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (st->stream.passing)
+		account_passed(st, tp);
 	slot = st->peer_slot;
 	pe = dmb_get(slot);
 	owner = bpf_map_lookup_elem(&dmb_owner, &slot);
@@ -121,13 +138,15 @@ int lism_msg(struct sk_msg_md *msg)
 	/* a stream found earlier keeps TCP for a while (stream.h) */
 	if (st->stream.hold_until && lism_stream_held(&st->stream, bpf_ktime_get_ns())) {
 		stat_add(LISM_S_STREAM_TCP, 1);
+		pass_ahead(msg, st, tp, size);
 		goto tcp;
 	}
 	if (st->tx == LISM_TX_SYNC) {
-		struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
-
 		if (!tp || tcp_view(peer)->copied_seq != tp->write_seq) {
 			stat_add(LISM_S_SYNC_HOLDS, 1);
+			/* still behind the TCP bytes of a stream: it streams on */
+			if (lism_stream_active(&st->stream))
+				pass_ahead(msg, st, tp, size);
 			goto tcp;
 		}
 		st->tx = LISM_TX_SHORTCUT;
@@ -145,6 +164,7 @@ int lism_msg(struct sk_msg_md *msg)
 		lism_stream_start_hold(&st->stream, bpf_ktime_get_ns()); /* tcp: below syncs */
 		stat_add(LISM_S_STREAM_HOLDS, 1);
 		stat_add(LISM_S_STREAM_TCP, 1);
+		pass_ahead(msg, st, tp, size);
 		goto tcp;
 	}
 	if (bpf_msg_redirect_hash(msg, &shortcut, &st->peer_token, BPF_F_INGRESS) != SK_PASS) {

@@ -22,6 +22,13 @@
  * that find the reader caught up resets it.  Sends of LISM_STREAM_BIG bytes
  * or more never count as streaming.
  *
+ * While a direction streams, running the data-path program on every send
+ * costs more than its decision is worth (it would say "TCP" again), so a
+ * send kept on TCP passes its verdict ahead: the kernel applies the same
+ * PASS to the bytes of the next LISM_STREAM_PASS_SENDS sends of its size
+ * without running the program (bpf_msg_apply_bytes).  Those bytes are accounted when
+ * the program next runs, from how far the socket's write_seq moved.
+ *
  * Pure functions on a small state, shared by the data-path program and the
  * unit tests.
  */
@@ -35,13 +42,15 @@
 #define LISM_STREAM_HOLD_MIN_NS 1000000ull /* 1 ms */
 #define LISM_STREAM_HOLD_MAX_SHIFT 6       /* 64 ms */
 #define LISM_STREAM_BIG (64u << 10)
+#define LISM_STREAM_PASS_SENDS 16
 
 struct lism_stream {
 	__u64 hold_until; /* monotonic ns until which sends stay on TCP; 0: no hold */
 	__u8 streak;      /* consecutive shortcut sends that found the reader behind */
 	__u8 calm;        /* consecutive shortcut sends that found it caught up */
 	__u8 hold_shift;  /* next hold: LISM_STREAM_HOLD_MIN_NS << hold_shift */
-	__u8 pad[5];
+	__u8 passing;     /* a verdict was passed ahead (pass_end is valid) */
+	__u32 pass_end;   /* write_seq after the send that passed it ahead */
 };
 
 /* Whether a hold is running at @now (and forget one that ended). */
@@ -76,6 +85,47 @@ static inline int lism_stream_note(struct lism_stream *s, __u32 unread, __u32 si
 		return 0;
 	s->streak = 0;
 	return 1;
+}
+
+/* Whether the direction streams: a stream was found and no calm run ended it. */
+static inline int lism_stream_active(const struct lism_stream *s)
+{
+	return s->hold_shift != 0;
+}
+
+/*
+ * Bytes for which a send of @size bytes kept on TCP lets the kernel pass
+ * further sends to TCP without running the program: LISM_STREAM_PASS_SENDS
+ * sends of that size (whole sends: a budget ending inside the next send
+ * splits it and runs the program for the rest).  0 for a send of
+ * LISM_STREAM_BIG or more: such sends never stream, and each may take the
+ * shortcut again as soon as the peer read our TCP bytes.  Records where the
+ * unseen bytes start (@write_seq: the socket's before this send) for
+ * lism_stream_passed().
+ */
+static inline __u32 lism_stream_pass_ahead(struct lism_stream *s, __u32 write_seq, __u32 size)
+{
+	if (size >= LISM_STREAM_BIG)
+		return 0;
+	s->pass_end = write_seq + size;
+	s->passing = 1;
+	return size * LISM_STREAM_PASS_SENDS;
+}
+
+/*
+ * Bytes that went to TCP under a verdict passed ahead without the program
+ * seeing them, given the socket's @write_seq now; forgets the grant.  (The
+ * granting send was accounted when it was decided; if the kernel failed to
+ * push part of it, the count stops at zero.)
+ */
+static inline __u32 lism_stream_passed(struct lism_stream *s, __u32 write_seq)
+{
+	__u32 moved = write_seq - s->pass_end;
+
+	if (!s->passing)
+		return 0;
+	s->passing = 0;
+	return (__s32)moved > 0 ? moved : 0;
 }
 
 static inline void lism_stream_start_hold(struct lism_stream *s, __u64 now)

@@ -189,6 +189,16 @@ Test(shortcut, small_send_stream_goes_to_tcp_ping_pong_stays)
 	cr_assert_eq(s1.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES],
 		     (__u64)LISM_STREAM_STREAK * SEND);
 	cr_assert_geq(s1.stats[LISM_S_STREAM_TCP] - s0.stats[LISM_S_STREAM_TCP], 1);
+	/*
+	 * The held sends pass their verdict ahead: the program decided only
+	 * every LISM_STREAM_PASS_SENDS-th of them (mutation: without
+	 * bpf_msg_apply_bytes all SENDS - STREAK decide, one by one).
+	 */
+	cr_assert_leq(s1.stats[LISM_S_TCP_MSGS] - s0.stats[LISM_S_TCP_MSGS],
+		      (SENDS - LISM_STREAM_STREAK) / LISM_STREAM_PASS_SENDS + 2,
+		      "%llu of %d sends ran the program",
+		      (unsigned long long)(s1.stats[LISM_S_TCP_MSGS] - s0.stats[LISM_S_TCP_MSGS]),
+		      SENDS - LISM_STREAM_STREAK);
 	cr_assert_eq(recv_check(sv, 11, 0, sizeof(buf), 5000), 0, "stream bytes out of order");
 
 	/* request/response: every send finds the reader caught up */
@@ -201,11 +211,55 @@ Test(shortcut, small_send_stream_goes_to_tcp_ping_pong_stays)
 	snap(&e, &s2);
 	cr_assert_eq(s2.stats[LISM_S_STREAM_HOLDS], s1.stats[LISM_S_STREAM_HOLDS],
 		     "ping-pong was taken for a stream");
-	/* the first request may still wait for the hold to end; all others take the shortcut */
+	/*
+	 * The first requests may still go under the verdict the stream passed
+	 * ahead (at most LISM_STREAM_PASS_SENDS of them) or wait for the hold to
+	 * end; all others take the shortcut.
+	 */
 	cr_assert_geq(s2.stats[LISM_S_SC_BYTES] - s1.stats[LISM_S_SC_BYTES],
-		      (__u64)(2 * ROUNDS - 2) * SEND, "%llu of %u ping-pong bytes took the shortcut",
+		      (__u64)(2 * ROUNDS - 1 - LISM_STREAM_PASS_SENDS) * SEND,
+		      "%llu of %u ping-pong bytes took the shortcut",
 		      (unsigned long long)(s2.stats[LISM_S_SC_BYTES] - s1.stats[LISM_S_SC_BYTES]),
 		      2 * ROUNDS * SEND);
+	close(c);
+	close(sv);
+	assert_drained();
+	/* every byte is accounted, also those passed to TCP unseen (at the close) */
+	snap(&e, &s2);
+	cr_assert_eq(s2.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES] +
+			     s2.stats[LISM_S_TCP_BYTES] - s0.stats[LISM_S_TCP_BYTES],
+		     (__u64)(SENDS + 2 * ROUNDS) * SEND, "shortcut %llu + TCP %llu bytes",
+		     (unsigned long long)(s2.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES]),
+		     (unsigned long long)(s2.stats[LISM_S_TCP_BYTES] - s0.stats[LISM_S_TCP_BYTES]));
+}
+
+/*
+ * Bytes that a stream's verdict passed ahead sent to TCP unseen are
+ * accounted when the sender shuts down, if no later send ran the program.
+ */
+Test(shortcut, bytes_passed_ahead_are_accounted_at_shutdown)
+{
+	enum { SEND = 100, SENDS = 40 };
+	struct lism_snapshot s0, s1;
+	int c, sv;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	snap(&e, &s0);
+	for (int i = 0; i < SENDS; i++)
+		cr_assert_eq(send_all(c, 21, (__u64)i * SEND, SEND), 0, "send %d", i);
+	cr_assert_eq(recv_check(sv, 21, 0, SENDS * SEND, 5000), 0);
+	snap(&e, &s1);
+	cr_assert_lt(s1.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES] +
+			     s1.stats[LISM_S_TCP_BYTES] - s0.stats[LISM_S_TCP_BYTES],
+		     (__u64)SENDS * SEND, "no verdict was passed ahead (no stream?)");
+	cr_assert_eq(shutdown(c, SHUT_WR), 0);
+	snap(&e, &s1);
+	/* mutation: without the flush in on_state the passed bytes stay uncounted */
+	cr_assert_eq(s1.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES] +
+			     s1.stats[LISM_S_TCP_BYTES] - s0.stats[LISM_S_TCP_BYTES],
+		     (__u64)SENDS * SEND);
 	close(c);
 	close(sv);
 	assert_drained();

@@ -109,3 +109,38 @@ Test(stream, a_caught_up_send_breaks_the_streak)
 		cr_assert_eq(lism_stream_note(&s, 0, 10), 0);
 	}
 }
+
+Test(stream, a_verdict_passes_ahead_sixteen_sends_of_its_size)
+{
+	struct lism_stream s = { 0 };
+
+	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 100), 100 * LISM_STREAM_PASS_SENDS);
+	cr_assert(s.passing);
+	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 1), LISM_STREAM_PASS_SENDS);
+	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 64000), 64000 * LISM_STREAM_PASS_SENDS,
+		     "whole sends, not a byte budget that splits the next one");
+	s.passing = 0;
+	cr_assert_eq(lism_stream_pass_ahead(&s, 0, LISM_STREAM_BIG), 0, "big sends never stream");
+	cr_assert_eq(s.passing, 0);
+	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 0xffffffffu), 0);
+}
+
+Test(stream, bytes_passed_unseen_come_from_write_seq)
+{
+	struct lism_stream s = { 0 };
+
+	cr_assert_eq(lism_stream_passed(&s, 12345), 0, "nothing passed ahead yet");
+	lism_stream_pass_ahead(&s, 1000, 100); /* the granting send: 1000..1100, accounted by its caller */
+	cr_assert(s.passing);
+	cr_assert_eq(lism_stream_passed(&s, 1100 + 1500), 1500);
+	cr_assert_eq(s.passing, 0);
+	cr_assert_eq(lism_stream_passed(&s, 99999), 0, "counted once");
+
+	/* write_seq wraps around 2^32 */
+	lism_stream_pass_ahead(&s, 0xffffff00u, 0x80);
+	cr_assert_eq(lism_stream_passed(&s, 0x00000100u), 0x180);
+
+	/* the kernel pushed only part of the granting send: no negative count */
+	lism_stream_pass_ahead(&s, 5000, 100);
+	cr_assert_eq(lism_stream_passed(&s, 5040), 0);
+}
