@@ -207,10 +207,12 @@ in_cgroup "$ns_a" curl -fsS -o "$tmp/got" http://10.96.0.10/blob
 check "curl through the Service IP: 64 MiB, sha256 equal" [ "$(sha256sum <"$tmp/got" | cut -d' ' -f1)" = "$want" ]
 c1=$(stat_of confirms) b1=$(stat_of shortcut_bytes)
 check "that connection was confirmed (confirms $c0 -> $c1)" [ "$c1" -gt "$c0" ]
-# curl falls behind nginx's stream at times: stream detection (stream.h)
-# then sends parts over TCP on purpose, how much varies (4..40 MiB seen)
+# curl falls behind nginx's stream: stream detection (stream.h) then sends
+# the rest over TCP on purpose, checking again only every 16 sends, so how
+# much takes the shortcut varies (0.16..40 MiB seen); the sends before the
+# detection always do (the sha256 above proves the mix stayed in order)
 check "and its bytes took the shortcut ($((b1 - b0)) of $((64 << 20)); streams detected $(stat_of stream_holds))" \
-	[ $((b1 - b0)) -ge $((1 << 20)) ]
+	[ $((b1 - b0)) -ge $((16 << 10)) ]
 
 # --- redis clients -> Service VIP -> redis pod
 head -c $((1 << 20)) /dev/urandom | base64 -w0 >"$tmp/value"
