@@ -190,6 +190,10 @@ static __always_inline void emit_sock_event(struct bpf_sock_ops *s, __u8 type, _
 static __always_inline void sk_fallback(struct bpf_sock_ops *s, struct lism_sk *st,
 					struct lism_dmb *e, __u8 reason)
 {
+	struct bpf_sock *sk = s->sk;
+
+	if (st->stream.passing) /* its sends no longer run the sk_msg program */
+		account_passed(st, sk ? bpf_skc_to_tcp_sock(sk) : NULL);
 	st->state = LISM_ST_FALLBACK;
 	st->reason = reason;
 	st->tx = LISM_TX_TCP;

@@ -24,10 +24,12 @@
  *
  * While a direction streams, running the data-path program on every send
  * costs more than its decision is worth (it would say "TCP" again), so a
- * send kept on TCP passes its verdict ahead: the kernel applies the same
- * PASS to the bytes of the next LISM_STREAM_PASS_SENDS sends of its size
- * without running the program (bpf_msg_apply_bytes).  Those bytes are accounted when
- * the program next runs, from how far the socket's write_seq moved.
+ * send kept on TCP passes its verdict ahead (bpf_msg_apply_bytes): the
+ * kernel applies the same PASS to a budget of bytes -- this send and up to
+ * LISM_STREAM_PASS_SENDS - 1 more of its size, at most 64 KiB -- without
+ * running the program again.  The bytes that pass unseen are accounted when
+ * the program next runs, or when the socket stops sending or falls back,
+ * from how far the socket's write_seq moved.
  *
  * Pure functions on a small state, shared by the data-path program and the
  * unit tests.
@@ -95,9 +97,11 @@ static inline int lism_stream_active(const struct lism_stream *s)
 
 /*
  * Bytes for which a send of @size bytes kept on TCP lets the kernel pass
- * further sends to TCP without running the program: LISM_STREAM_PASS_SENDS
- * sends of that size (whole sends: a budget ending inside the next send
- * splits it and runs the program for the rest).  0 for a send of
+ * sends to TCP without running the program (the budget starts with this
+ * send): whole sends of its size, LISM_STREAM_PASS_SENDS of them, fewer
+ * when that would exceed LISM_STREAM_BIG -- the budget outlives a change of
+ * pattern, so it is kept small in bytes: after a stream, at most 64 KiB of
+ * later sends, whatever their size, go to TCP unseen.  0 for a send of
  * LISM_STREAM_BIG or more: such sends never stream, and each may take the
  * shortcut again as soon as the peer read our TCP bytes.  Records where the
  * unseen bytes start (@write_seq: the socket's before this send) for
@@ -105,11 +109,16 @@ static inline int lism_stream_active(const struct lism_stream *s)
  */
 static inline __u32 lism_stream_pass_ahead(struct lism_stream *s, __u32 write_seq, __u32 size)
 {
-	if (size >= LISM_STREAM_BIG)
+	__u32 sends;
+
+	if (!size || size >= LISM_STREAM_BIG)
 		return 0;
+	sends = LISM_STREAM_BIG / size;
+	if (sends > LISM_STREAM_PASS_SENDS)
+		sends = LISM_STREAM_PASS_SENDS;
 	s->pass_end = write_seq + size;
 	s->passing = 1;
-	return size * LISM_STREAM_PASS_SENDS;
+	return size * sends;
 }
 
 /*

@@ -110,19 +110,24 @@ Test(stream, a_caught_up_send_breaks_the_streak)
 	}
 }
 
-Test(stream, a_verdict_passes_ahead_sixteen_sends_of_its_size)
+Test(stream, a_verdict_passes_ahead_whole_sends_within_64k)
 {
 	struct lism_stream s = { 0 };
 
+	/* the budget includes the granting send: the program runs once per 16 sends */
 	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 100), 100 * LISM_STREAM_PASS_SENDS);
 	cr_assert(s.passing);
 	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 1), LISM_STREAM_PASS_SENDS);
-	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 64000), 64000 * LISM_STREAM_PASS_SENDS,
-		     "whole sends, not a byte budget that splits the next one");
+	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 4096), LISM_STREAM_BIG);
+	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 16384), LISM_STREAM_BIG, "4 sends of 16 KiB");
+	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 5000), 13 * 5000, "whole sends, at most 64 KiB");
+	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 64000), 64000, "only the send itself");
 	s.passing = 0;
 	cr_assert_eq(lism_stream_pass_ahead(&s, 0, LISM_STREAM_BIG), 0, "big sends never stream");
 	cr_assert_eq(s.passing, 0);
 	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 0xffffffffu), 0);
+	cr_assert_eq(lism_stream_pass_ahead(&s, 0, 0), 0);
+	cr_assert_eq(s.passing, 0);
 }
 
 Test(stream, bytes_passed_unseen_come_from_write_seq)
