@@ -240,8 +240,11 @@ Test(shortcut, small_send_stream_goes_to_tcp_ping_pong_stays)
 Test(shortcut, bytes_passed_ahead_are_accounted_at_shutdown)
 {
 	enum { SEND = 100, SENDS = 40 };
+	char path[PATH_MAX + 32];
 	struct lism_snapshot s0, s1;
-	int c, sv;
+	struct lism_dmb me;
+	struct lism_sk st;
+	int c, sv, socks;
 
 	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
@@ -260,6 +263,14 @@ Test(shortcut, bytes_passed_ahead_are_accounted_at_shutdown)
 	cr_assert_eq(s1.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES] +
 			     s1.stats[LISM_S_TCP_BYTES] - s0.stats[LISM_S_TCP_BYTES],
 		     (__u64)SENDS * SEND);
+	/* and the client's own entry (lism conns' view) counts the same TCP bytes */
+	snprintf(path, sizeof(path), "%s/socks", e.pin);
+	socks = bpf_obj_get(path);
+	cr_assert_geq(socks, 0, "open %s: %s", path, strerror(errno));
+	cr_assert_eq(bpf_map_lookup_elem(socks, &c, &st), 0, "client storage: %s", strerror(errno));
+	close(socks);
+	cr_assert(dmb_lookup(&e, st.token, &me), "the client's entry is gone");
+	cr_assert_eq(me.tx_tcp_bytes, s1.stats[LISM_S_TCP_BYTES] - s0.stats[LISM_S_TCP_BYTES]);
 	close(c);
 	close(sv);
 	assert_drained();
