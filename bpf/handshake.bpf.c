@@ -262,6 +262,60 @@ static __always_inline int blocking_ok(const struct lism_device *d, int nonblock
 	return nonblocking || (d->flags & LISM_DEV_F_ALLOW_BLOCKING);
 }
 
+static __always_inline void churn_key(struct bpf_sock_ops *s, const struct addr6 *r,
+				      struct lism_churn_key *k)
+{
+	k->netns = bpf_get_netns_cookie(s);
+	__builtin_memcpy(k->addr, r->w, 16);
+	k->port = sockops_rport(s);
+}
+
+/* Whether this connection skips the shortcut: its destination churns (churn.h). */
+static __always_inline int churn_skip(struct bpf_sock_ops *s, const struct lism_device *d,
+				      const struct addr6 *r)
+{
+	struct lism_churn_key k = {};
+	struct lism_churn *c;
+
+	if (d->flags & LISM_DEV_F_NO_CHURN_DETECT)
+		return 0;
+	churn_key(s, r, &k);
+	c = bpf_map_lookup_elem(&churn, &k);
+	return c && lism_churn_skip(c, bpf_ktime_get_ns(), (__u64)d->churn_window_ms * 1000000);
+}
+
+/* The active end of a confirmed connection closes: score what it moved. */
+static __always_inline void churn_score(struct bpf_sock_ops *s, const struct lism_sk *st,
+					const struct lism_dmb *e)
+{
+	struct lism_device *d = lism_dev();
+	struct lism_churn_key k = {};
+	struct lism_churn *c;
+	struct addr6 r;
+	int is_short;
+
+	if (!d || (d->flags & LISM_DEV_F_NO_CHURN_DETECT))
+		return;
+	is_short = lism_churn_is_short(lism_churn_units(st->sent, e->rx_msgs,
+							 e->rx_bytes + e->tx_tcp_bytes));
+	sockops_remote(s, &r);
+	churn_key(s, &r, &k);
+	c = bpf_map_lookup_elem(&churn, &k);
+	if (!c) {
+		struct lism_churn fresh = {};
+
+		if (!is_short)
+			return; /* nothing to remember */
+		bpf_map_update_elem(&churn, &k, &fresh, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&churn, &k);
+		if (!c)
+			return;
+	}
+	if (is_short)
+		stat_add(LISM_S_SHORT_CONNS, 1);
+	lism_churn_closed(c, is_short, bpf_ktime_get_ns(), (__u64)d->churn_window_ms * 1000000);
+}
+
 static void on_connect(struct bpf_sock_ops *s)
 {
 	struct lism_device *d = lism_dev();
@@ -276,6 +330,15 @@ static void on_connect(struct bpf_sock_ops *s)
 	sockops_remote(s, &r);
 	if (!in_scope(&r))
 		return; /* not a candidate: no state, no option on the wire */
+	if (d->active && churn_skip(s, d, &r)) {
+		/*
+		 * Counted, but no storage and no event: at the connection
+		 * rates where this happens the skip must cost next to nothing.
+		 */
+		reason_count(LISM_R_SHORT_LIVED);
+		stat_add(LISM_S_FALLBACKS, 1);
+		return;
+	}
 	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!st)
 		return;
@@ -283,6 +346,7 @@ static void on_connect(struct bpf_sock_ops *s)
 	st->token = 0;
 	st->peer_token = 0;
 	st->tx = LISM_TX_TCP;
+	st->sent = 0;
 	if (!d->active) {
 		sk_fallback(s, st, NULL, LISM_R_INACTIVE);
 		return;
@@ -743,6 +807,8 @@ static void on_state(struct bpf_sock_ops *s)
 	    old_state == BPF_TCP_FIN_WAIT1)
 		__sync_fetch_and_or(&e->conn_flags, LISM_CONN_ABORT);
 	__sync_fetch_and_or(&e->conn_flags, LISM_CONN_CLOSED);
+	if (st->role == LISM_ROLE_ACTIVE && e->state == LISM_ST_CONFIRMED)
+		churn_score(s, st, e);
 	if (e->state == LISM_ST_CONFIRMED || e->state == LISM_ST_READY)
 		emit_event(e->conn_flags & LISM_CONN_ABORT ? LISM_EV_ABORT : LISM_EV_CLOSE,
 			   LISM_R_NONE, e);

@@ -15,6 +15,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "lism/abi.h"
+#include "lism/churn.h"
 #include "lism/hist.h"
 #include "lism/option.h"
 #include "lism/reason.h"
@@ -125,6 +126,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } ports SEC(".maps") __weak;
+
+/* Destinations whose recent connections were short (churn.h); LRU: only a hint. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lism_churn_key);
+	__type(value, struct lism_churn);
+} churn SEC(".maps") __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -111,6 +111,7 @@ int lism_msg(struct sk_msg_md *msg)
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	if (!st || st->tx == LISM_TX_TCP)
 		return SK_PASS;
+	lism_churn_count_send(&st->sent, size);
 	tp = bpf_skc_to_tcp_sock(sk);
 	if (st->stream.passing)
 		account_passed(st, tp);

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "lism/abi.h"
+#include "lism/churn.h"
 
 static const struct {
 	const char *name;
@@ -61,8 +62,8 @@ void lism_usage(FILE *f)
 		"  load     attach lism to a cgroup and pin its state\n"
 		"           [--cgroup PATH] [--max-dmbs N] [--dmb-size BYTES] [--local-cidr CIDR]...\n"
 		"           [--exclude-cidr CIDR]... [--exclude-port PORT]... [--include-port PORT]...\n"
-		"           [--allow-blocking] [--no-stream-detect] [--upgrade]\n"
-		"           [--mount-bpffs]\n"
+		"           [--allow-blocking] [--no-stream-detect] [--no-churn-detect]\n"
+		"           [--churn-window MS] [--upgrade] [--mount-bpffs]\n"
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
 		"           [--timeout SECONDS] [--force]\n"
 		"  status   the loopback-ism device, like smcd device   [-j]\n"
@@ -77,6 +78,7 @@ void lism_usage(FILE *f)
 		"           [--iface GLOB,...]  (keep the veth fast path on matching interfaces)\n"
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
+		"  set churn-detect on|off   let destinations of short connections skip the shortcut\n"
 		"  xdp attach --iface GLOB,...   veth fast path (XDP) on matching interfaces\n"
 		"  xdp detach                    remove it from every interface\n"
 		"  xdp status                    where it is attached, what it forwarded   [-j]\n"
@@ -85,10 +87,12 @@ void lism_usage(FILE *f)
 		"  version  print the version\n"
 		"\n"
 		"Defaults: --pin-path %s, --cgroup <cgroup2 mount>, --max-dmbs %u,\n"
-		"--dmb-size %u (%u KiB..%u MiB), --timeout %u, --metrics-addr %s.\n"
+		"--dmb-size %u (%u KiB..%u MiB), --churn-window %u, --timeout %u,\n"
+		"--metrics-addr %s.\n"
 		"See lism(8).\n",
 		LISM_DEFAULT_PIN_PATH, LISM_DEFAULT_MAX_DMBS, LISM_DEFAULT_DMB_SIZE,
-		LISM_MIN_DMB_SIZE >> 10, LISM_MAX_DMB_SIZE >> 20, LISM_DEFAULT_UNLOAD_TIMEOUT,
+		LISM_MIN_DMB_SIZE >> 10, LISM_MAX_DMB_SIZE >> 20, LISM_CHURN_WINDOW_MS,
+		LISM_DEFAULT_UNLOAD_TIMEOUT,
 		LISM_DEFAULT_METRICS_ADDR);
 }
 
@@ -261,6 +265,8 @@ enum {
 	OPT_EXCLUDE_CIDR,
 	OPT_UPGRADE,
 	OPT_NO_STREAM_DETECT,
+	OPT_NO_CHURN_DETECT,
+	OPT_CHURN_WINDOW,
 	OPT_IFACE,
 };
 
@@ -281,6 +287,8 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 	case OPT_EXCLUDE_CIDR:
 	case OPT_ALLOW_BLOCKING:
 	case OPT_NO_STREAM_DETECT:
+	case OPT_NO_CHURN_DETECT:
+	case OPT_CHURN_WINDOW:
 	case OPT_MOUNT_BPFFS:
 	case OPT_EXCLUDE_PORT:
 	case OPT_INCLUDE_PORT:
@@ -324,15 +332,16 @@ static int parse_positional(struct lism_opts *o, int n, char **args, char *err, 
 	}
 	if (o->cmd == LISM_CMD_SET) {
 		if (n != 2)
-			return fail(err, errlen, "set: expected 'active on|off' or 'max-dmbs N'");
-		if (!strcmp(args[0], "active")) {
-			o->set_key = LISM_SET_ACTIVE;
+			return fail(err, errlen,
+				    "set: expected 'active on|off', 'max-dmbs N' or 'churn-detect on|off'");
+		if (!strcmp(args[0], "active") || !strcmp(args[0], "churn-detect")) {
+			o->set_key = !strcmp(args[0], "active") ? LISM_SET_ACTIVE : LISM_SET_CHURN_DETECT;
 			if (!strcmp(args[1], "on"))
 				o->set_value = 1;
 			else if (!strcmp(args[1], "off"))
 				o->set_value = 0;
 			else
-				return fail(err, errlen, "set active: '%s' is not on or off", args[1]);
+				return fail(err, errlen, "set %s: '%s' is not on or off", args[0], args[1]);
 			return 0;
 		}
 		if (!strcmp(args[0], "max-dmbs")) {
@@ -342,7 +351,8 @@ static int parse_positional(struct lism_opts *o, int n, char **args, char *err, 
 					    args[1], LISM_MAX_DMBS_LIMIT);
 			return 0;
 		}
-		return fail(err, errlen, "set: unknown setting '%s' (active, max-dmbs)", args[0]);
+		return fail(err, errlen, "set: unknown setting '%s' (active, max-dmbs, churn-detect)",
+			    args[0]);
 	}
 	if (o->cmd == LISM_CMD_XDP) {
 		if (n != 1 || (strcmp(args[0], "attach") && strcmp(args[0], "detach") &&
@@ -374,6 +384,8 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "upgrade", no_argument, NULL, OPT_UPGRADE },
 		{ "allow-blocking", no_argument, NULL, OPT_ALLOW_BLOCKING },
 		{ "no-stream-detect", no_argument, NULL, OPT_NO_STREAM_DETECT },
+		{ "no-churn-detect", no_argument, NULL, OPT_NO_CHURN_DETECT },
+		{ "churn-window", required_argument, NULL, OPT_CHURN_WINDOW },
 		{ "mount-bpffs", no_argument, NULL, OPT_MOUNT_BPFFS },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "force", no_argument, NULL, OPT_FORCE },
@@ -402,6 +414,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 	strcpy(o->metrics_addr, LISM_DEFAULT_METRICS_ADDR);
 	o->max_dmbs = LISM_DEFAULT_MAX_DMBS;
 	o->dmb_size = LISM_DEFAULT_DMB_SIZE;
+	o->churn_window_ms = LISM_CHURN_WINDOW_MS;
 	o->timeout_s = LISM_DEFAULT_UNLOAD_TIMEOUT;
 	err[0] = '\0';
 
@@ -509,6 +522,14 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			break;
 		case OPT_NO_STREAM_DETECT:
 			o->no_stream_detect = 1;
+			break;
+		case OPT_NO_CHURN_DETECT:
+			o->no_churn_detect = 1;
+			break;
+		case OPT_CHURN_WINDOW:
+			if (lism_parse_u32(arg, 1, LISM_CHURN_WINDOW_MAX_MS, &o->churn_window_ms))
+				return fail(err, errlen, "--churn-window: '%s' is not a number of ms in 1..%u",
+					    arg, LISM_CHURN_WINDOW_MAX_MS);
 			break;
 		case OPT_MOUNT_BPFFS:
 			o->mount_bpffs = 1;

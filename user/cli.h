@@ -44,6 +44,7 @@ enum lism_set_key {
 	LISM_SET_NONE = 0,
 	LISM_SET_ACTIVE,
 	LISM_SET_MAX_DMBS,
+	LISM_SET_CHURN_DETECT,
 };
 
 /* lism xdp ACTION */
@@ -76,6 +77,8 @@ struct lism_opts {
 	int verbose;
 	int allow_blocking;
 	int no_stream_detect; /* every send may take the shortcut (see include/lism/stream.h) */
+	int no_churn_detect;  /* every connection may engage (see include/lism/churn.h) */
+	__u32 churn_window_ms;
 	int mount_bpffs;
 	int upgrade;
 	int force;

@@ -284,6 +284,12 @@ int lism_cmd_set(const struct lism_opts *o)
 		}
 		d.max_dmbs = o->set_value;
 		break;
+	case LISM_SET_CHURN_DETECT:
+		if (o->set_value)
+			d.flags &= ~LISM_DEV_F_NO_CHURN_DETECT;
+		else
+			d.flags |= LISM_DEV_F_NO_CHURN_DETECT;
+		break;
 	default:
 		ret = LISM_EXIT_USAGE;
 		goto out;
@@ -297,6 +303,10 @@ int lism_cmd_set(const struct lism_opts *o)
 	if (o->set_key == LISM_SET_ACTIVE)
 		printf("lism: active %s: new connections %s\n", d.active ? "on" : "off",
 		       d.active ? "may use the shortcut" : "stay on TCP; existing ones keep theirs");
+	else if (o->set_key == LISM_SET_CHURN_DETECT)
+		printf("lism: churn-detect %s: %s\n", o->set_value ? "on" : "off",
+		       o->set_value ? "destinations of short connections may skip the shortcut"
+				    : "every new connection may use the shortcut");
 	else
 		printf("lism: max-dmbs %u\n", d.max_dmbs);
 out:

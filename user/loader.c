@@ -115,9 +115,11 @@ static int init_device(struct lism_bpf *skel, const struct lism_opts *o, const c
 	d.capacity = o->max_dmbs;
 	d.max_dmbs = o->max_dmbs;
 	d.dmb_size = o->dmb_size;
+	d.churn_window_ms = o->churn_window_ms;
 	d.flags = (o->allow_blocking ? LISM_DEV_F_ALLOW_BLOCKING : 0) |
 		  (o->n_include_ports ? LISM_DEV_F_INCLUDE_PORTS : 0) |
-		  (o->no_stream_detect ? LISM_DEV_F_NO_STREAM_DETECT : 0);
+		  (o->no_stream_detect ? LISM_DEV_F_NO_STREAM_DETECT : 0) |
+		  (o->no_churn_detect ? LISM_DEV_F_NO_CHURN_DETECT : 0);
 	d.loaded_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
 	/* for views only: an overlong path is shown truncated */
 	if (snprintf(d.cgroup, sizeof(d.cgroup), "%s", cgroup) >= (int)sizeof(d.cgroup))

@@ -61,6 +61,9 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		st[LISM_S_REAPED_ORPHANS]);
 	counter(f, "lism_token_lost_total", "Closes (FIN_WAIT1, LAST_ACK, CLOSE) of sockets whose token named no DMB entry.",
 		st[LISM_S_TOKEN_LOST]);
+	counter(f, "lism_short_connections_total",
+		"Confirmed connections that closed having moved too little to pay for the shortcut.",
+		st[LISM_S_SHORT_CONNS]);
 	family(f, "lism_fallbacks_total", "counter", "Connection ends that stayed on TCP, by reason.");
 	for (unsigned int r = 1; r < LISM_R_MAX; r++)
 		fprintf(f, "lism_fallbacks_total{reason=\"%s\",code=\"%u\"} %llu\n", lism_reason_name(r), r,

@@ -32,6 +32,14 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 	fprintf(f, "  sends: %llu through the shortcut, %llu over TCP while paired\n",
 		(unsigned long long)s->stats[LISM_S_SC_MSGS],
 		(unsigned long long)s->stats[LISM_S_TCP_MSGS]);
+	fprintf(f, "  policy: blocking sockets %s, stream detection %s, churn detection ",
+		(s->dev.flags & LISM_DEV_F_ALLOW_BLOCKING) ? "accelerated" : "on TCP",
+		(s->dev.flags & LISM_DEV_F_NO_STREAM_DETECT) ? "off" : "on");
+	if (s->dev.flags & LISM_DEV_F_NO_CHURN_DETECT)
+		fprintf(f, "off\n");
+	else
+		fprintf(f, "on (window %u ms, %llu connections skipped)\n", s->dev.churn_window_ms,
+			(unsigned long long)s->reasons[LISM_R_SHORT_LIVED]);
 }
 
 static void add_u64(struct json_object *o, const char *k, __u64 v)
@@ -54,6 +62,13 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	json_object_object_add(o, "cgroup", json_object_new_string(s->dev.cgroup));
 	add_u64(o, "layout", s->dev.layout);
 	add_u64(o, "dmb_size", s->dev.dmb_size);
+	json_object_object_add(o, "allow_blocking",
+			       json_object_new_boolean(!!(s->dev.flags & LISM_DEV_F_ALLOW_BLOCKING)));
+	json_object_object_add(o, "stream_detect",
+			       json_object_new_boolean(!(s->dev.flags & LISM_DEV_F_NO_STREAM_DETECT)));
+	json_object_object_add(o, "churn_detect",
+			       json_object_new_boolean(!(s->dev.flags & LISM_DEV_F_NO_CHURN_DETECT)));
+	add_u64(o, "churn_window_ms", s->dev.churn_window_ms);
 	add_u64(o, "max_dmbs", s->dev.max_dmbs);
 	add_u64(o, "dmbs_in_use", s->usage.dmbs_in_use < 0 ? 0 : (__u64)s->usage.dmbs_in_use);
 	add_u64(o, "dmbs_hwm", s->usage.dmbs_hwm < 0 ? 0 : (__u64)s->usage.dmbs_hwm);

@@ -12,7 +12,7 @@
 #include "cursor.h"
 #include "stream.h"
 
-#define LISM_LAYOUT_VERSION 2
+#define LISM_LAYOUT_VERSION 3
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -26,6 +26,7 @@
 #define LISM_DEV_F_ALLOW_BLOCKING (1u << 0) /* accept blocking sockets (see BLOCKING reason) */
 #define LISM_DEV_F_INCLUDE_PORTS (1u << 1)  /* only server ports marked LISM_PORT_INCLUDE */
 #define LISM_DEV_F_NO_STREAM_DETECT (1u << 2) /* every send may take the shortcut (stream.h off) */
+#define LISM_DEV_F_NO_CHURN_DETECT (1u << 3) /* every connection may engage (churn.h off) */
 
 /* The "ports" map: per server port (the listener's port), LISM_PORT_* flags. */
 #define LISM_PORT_INCLUDE (1u << 0)
@@ -42,6 +43,7 @@ struct lism_device {
 	__u32 max_dmbs;    /* limit on DMBs in use, <= capacity */
 	__u32 dmb_size;    /* bytes one end may hold unread in the shortcut */
 	__u32 flags;       /* LISM_DEV_F_* */
+	__u32 churn_window_ms; /* churn detection's window (churn.h) */
 	__u64 loaded_ns;   /* CLOCK_REALTIME of the load, ns */
 	char cgroup[256];  /* cgroup2 directory the programs are attached to (for views) */
 };
@@ -122,7 +124,8 @@ struct lism_sk {
 	__u8 reason;         /* enum lism_reason */
 	__u8 tx;             /* enum lism_tx */
 	__u8 flags;          /* LISM_SKF_* */
-	__u8 pad0[3];
+	__u8 sent;           /* sends made, in churn units, saturating (churn.h) */
+	__u8 pad0[2];
 	struct lism_stream stream; /* adaptive engagement of our sends (stream.h) */
 };
 
@@ -207,6 +210,7 @@ enum lism_stat {
 	LISM_S_REAPED,          /* DMBs released when their socket was destroyed (close unseen) */
 	LISM_S_REAPED_ORPHANS,  /* of those, entries whose socket had forgotten their token */
 	LISM_S_TOKEN_LOST,      /* closing state changes (FIN_WAIT1, LAST_ACK, CLOSE) whose token named no entry */
+	LISM_S_SHORT_CONNS,     /* confirmed connections whose active end closed having moved little (churn.h) */
 	LISM_S_MAX
 };
 

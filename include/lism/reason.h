@@ -29,7 +29,10 @@
 	X(12, TOKEN_CLAIMED, "token-claimed",                                                     \
 	  "a second SYN named a token another connection already answered")                      \
 	X(13, NOT_CONFIRMED, "not-confirmed", "the handshake did not complete")                   \
-	X(14, POLICY, "policy", "excluded by --exclude-port / --include-port")
+	X(14, POLICY, "policy", "excluded by --exclude-port / --include-port")                    \
+	X(15, SHORT_LIVED, "short-lived",                                                         \
+	  "recent connections to this destination moved too little to pay for the shortcut "      \
+	  "(churn detection; every 64th still tries)")
 
 enum lism_reason {
 #define LISM_REASON_ENUM(code, sym, name, text) LISM_R_##sym = code,

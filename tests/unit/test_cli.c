@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "lism/abi.h"
+#include "lism/churn.h"
 
 #define MAXARGS 32
 
@@ -63,6 +64,14 @@ Test(cli, load_options)
 	cr_assert_eq(o.local_cidrs[1].prefixlen, 64);
 	cr_assert(o.allow_blocking);
 	cr_assert(o.no_stream_detect);
+	cr_assert_not(o.no_churn_detect);
+	cr_assert_eq(o.churn_window_ms, LISM_CHURN_WINDOW_MS, "the default");
+	cr_assert_eq(parse("run --no-churn-detect --churn-window 250", &x, err), LISM_EXIT_OK, "%s", err);
+	cr_assert(x.no_churn_detect);
+	cr_assert_eq(x.churn_window_ms, 250);
+	cr_assert_neq(parse("load --churn-window 0", &x, err), LISM_EXIT_OK);
+	cr_assert_neq(parse("load --churn-window 60001", &x, err), LISM_EXIT_OK);
+	cr_assert_neq(parse("status --churn-window 5", &x, err), LISM_EXIT_OK, "a load option");
 }
 
 Test(cli, operator_commands)
@@ -76,6 +85,13 @@ Test(cli, operator_commands)
 	cr_assert_eq(parse("set max-dmbs 64 --pin-path /sys/fs/bpf/x", &o, err), LISM_EXIT_OK, "%s", err);
 	cr_assert_eq(o.set_key, LISM_SET_MAX_DMBS);
 	cr_assert_eq(o.set_value, 64);
+	cr_assert_eq(parse("set churn-detect off", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.set_key, LISM_SET_CHURN_DETECT);
+	cr_assert_eq(o.set_value, 0);
+	cr_assert_eq(parse("set churn-detect on", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.set_value, 1);
+	cr_assert_neq(parse("set churn-detect maybe", &o, err), LISM_EXIT_OK);
+	cr_assert(strstr(err, "churn-detect"), "%s", err);
 	cr_assert_eq(parse("stats reset", &o, err), LISM_EXIT_OK, "%s", err);
 	cr_assert(o.stats_reset);
 	cr_assert_eq(parse("stats -j", &o, err), LISM_EXIT_OK, "%s", err);

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Churn detection (include/lism/churn.h): destinations whose connections
+ * move too little to pay for the shortcut skip it, probe it, and get it
+ * back when a connection is long or the churn stops.  Every exchange is
+ * checked byte for byte whichever path it took.
+ */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "lism/churn.h"
+#include "traffic.h"
+
+static struct env e;
+
+static void down(void)
+{
+	env_down(&e);
+}
+
+TestSuite(churn, .fini = down, .timeout = 120);
+
+/*
+ * A window far above any stall of a loaded CI machine between two
+ * connections of these loops, so that the counts below are exact.
+ */
+#define WINDOW_MS 2000
+#define CHURN_ARGS "--churn-window 2000"
+
+static __u64 now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (__u64)t.tv_sec * 1000 + (__u64)t.tv_nsec / 1000000;
+}
+
+/* Wait until the short closes counted reach @want (the last close is scored in softirq). */
+static void wait_short_conns(__u64 want)
+{
+	struct lism_snapshot s;
+	__u64 end = now_ms() + 5000;
+
+	do {
+		snap(&e, &s);
+		if (s.stats[LISM_S_SHORT_CONNS] >= want)
+			return;
+		usleep(1000);
+	} while (now_ms() < end);
+	cr_assert_fail("short connections %llu, want %llu",
+		       (unsigned long long)s.stats[LISM_S_SHORT_CONNS], (unsigned long long)want);
+}
+
+/*
+ * One connection to @port: @ups sends of 100 bytes from the client, then
+ * @downs of 300 from the server, which closes first (as HTTP with
+ * Connection: close does).  Returns whether the connection was confirmed.
+ */
+static int transfer(int l, int port, int ups, int downs, __u32 seed)
+{
+	struct lism_snapshot before, after;
+	int c, s;
+
+	snap(&e, &before);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	s = tcp_accept(l, 1, 5000);
+	cr_assert(c >= 0 && s >= 0);
+	snap(&e, &after);
+	for (int i = 0; i < ups; i++) {
+		cr_assert_eq(send_all(c, seed, (__u64)i * 100, 100), 0);
+		cr_assert_eq(recv_check(s, seed, (__u64)i * 100, 100, 5000), 0, "send %d up", i);
+	}
+	for (int i = 0; i < downs; i++) {
+		cr_assert_eq(send_all(s, seed + 1, (__u64)i * 300, 300), 0);
+		cr_assert_eq(recv_check(c, seed + 1, (__u64)i * 300, 300, 5000), 0, "send %d down", i);
+	}
+	close(s);
+	close(c);
+	return after.stats[LISM_S_CONFIRMS] > before.stats[LISM_S_CONFIRMS];
+}
+
+/* A request and its response: a short connection. */
+static int exchange(int l, int port, __u32 seed)
+{
+	return transfer(l, port, 1, 1, seed);
+}
+
+/* What `lism status -j` says of churn detection: whether it is on, and its window. */
+static void assert_status(int on, __u64 window_ms)
+{
+	struct json_object *j, *v;
+	char out[8192];
+
+	cr_assert_eq(lism_out(&e, "status -j", out, sizeof(out)), 0, "%s", out);
+	j = json_tokener_parse(out);
+	cr_assert(j, "%s", out);
+	cr_assert(json_object_object_get_ex(j, "churn_detect", &v), "%s", out);
+	cr_assert_eq(json_object_get_boolean(v), on);
+	cr_assert(json_object_object_get_ex(j, "churn_window_ms", &v), "%s", out);
+	cr_assert_eq((__u64)json_object_get_uint64(v), window_ms);
+	json_object_put(j);
+}
+
+static void assert_tables_empty(void)
+{
+	struct lism_snapshot s;
+	__u64 end = now_ms() + 5000;
+
+	do {
+		snap(&e, &s);
+		if (!s.usage.dmbs_in_use && !s.shortcut_sockets)
+			break;
+		usleep(1000);
+	} while (now_ms() < end);
+	cr_assert_eq(s.usage.dmbs_in_use, 0);
+	cr_assert_eq(s.shortcut_sockets, 0);
+	cr_assert_eq(s.stats[LISM_S_REAPED], 0, "every close was seen");
+}
+
+/* Short connections to one destination until it skips: LISM_CHURN_STREAK of them. */
+static void make_it_churn(int l, int port, __u64 *shorts)
+{
+	for (int i = 0; i < LISM_CHURN_STREAK; i++)
+		cr_assert(exchange(l, port, 100 + i), "connection %d before the streak engages", i);
+	*shorts += LISM_CHURN_STREAK;
+	wait_short_conns(*shorts);
+}
+
+Test(churn, short_connections_skip_the_shortcut_and_probe_it)
+{
+	int port = 0, other = 0, l, l2, confirmed = 0, n = 2 * LISM_CHURN_PROBE_EVERY;
+	struct lism_snapshot s;
+	__u64 shorts = 0;
+
+	require_root();
+	env_up(&e, CHURN_ARGS);
+	env_enter(&e);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	l2 = tcp_listen(AF_INET, "127.0.0.1", &other, 1);
+	make_it_churn(l, port, &shorts);
+	for (int i = 0; i < n; i++)
+		confirmed += exchange(l, port, 200 + i);
+	/* the first after the streak and every LISM_CHURN_PROBE_EVERY-th one probe */
+	cr_assert_eq(confirmed, 2, "probes among %d connections: %d", n, confirmed);
+	wait_short_conns(shorts + 2);
+	snap(&e, &s);
+	cr_assert_eq(s.reasons[LISM_R_SHORT_LIVED], n - 2);
+	cr_assert_eq(s.stats[LISM_S_PROPOSALS_SENT], LISM_CHURN_STREAK + 2, "a skipped SYN carries no option");
+	/* another destination of the same client is not affected */
+	cr_assert(exchange(l2, other, 900), "another port engages");
+	assert_tables_empty();
+	close(l2);
+	close(l);
+}
+
+/* After a long probe it takes a whole new streak, which starts with a probe. */
+static void churn_again(int l, int port, __u64 *shorts, __u32 seed)
+{
+	for (int i = 0; i < LISM_CHURN_STREAK; i++)
+		cr_assert(exchange(l, port, seed + i), "connection %d after a long probe engages", i);
+	*shorts += LISM_CHURN_STREAK;
+	wait_short_conns(*shorts);
+}
+
+Test(churn, a_long_probe_or_a_pause_brings_the_shortcut_back)
+{
+	int port = 0, l;
+	__u64 shorts = 0;
+
+	require_root();
+	env_up(&e, CHURN_ARGS);
+	env_enter(&e);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	make_it_churn(l, port, &shorts);
+	/* the probe is long by what the client sent: 10 sends up, one answer */
+	cr_assert(transfer(l, port, 10, 1, 300), "the probe engages");
+	churn_again(l, port, &shorts, 310);
+	/* this probe is long by what the client received: one request, 10 answers */
+	cr_assert(transfer(l, port, 1, 10, 320), "the probe engages");
+	churn_again(l, port, &shorts, 330);
+	/* a probe that is short again: skipping goes on */
+	cr_assert(exchange(l, port, 340), "a probe");
+	wait_short_conns(++shorts);
+	cr_assert_not(exchange(l, port, 341), "skipped");
+	/* no short close for longer than the window: every connection engages again */
+	usleep((WINDOW_MS + 300) * 1000);
+	cr_assert(exchange(l, port, 350), "after a pause the shortcut is back");
+	assert_tables_empty();
+	close(l);
+}
+
+Test(churn, switched_off_every_connection_engages)
+{
+	int port = 0, l;
+	struct lism_snapshot s;
+
+	require_root();
+	env_up(&e, "--no-churn-detect " CHURN_ARGS);
+	env_enter(&e);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	for (int i = 0; i < 3 * LISM_CHURN_STREAK; i++)
+		cr_assert(exchange(l, port, 400 + i), "connection %d", i);
+	snap(&e, &s);
+	cr_assert_eq(s.reasons[LISM_R_SHORT_LIVED], 0);
+	cr_assert_eq(s.stats[LISM_S_SHORT_CONNS], 0, "nothing is scored while it is off");
+	assert_status(0, WINDOW_MS);
+	/* switched on at run time, without a reload */
+	cr_assert_eq(lism(&e, "set churn-detect on"), 0);
+	assert_status(1, WINDOW_MS);
+	for (int i = 0; i < LISM_CHURN_STREAK; i++)
+		cr_assert(exchange(l, port, 500 + i));
+	wait_short_conns(LISM_CHURN_STREAK);
+	cr_assert(exchange(l, port, 510), "a probe");
+	cr_assert_not(exchange(l, port, 511), "skipped once on");
+	cr_assert_eq(lism(&e, "set churn-detect off"), 0);
+	cr_assert(exchange(l, port, 520), "off again: engages");
+	assert_tables_empty();
+	close(l);
+}
