@@ -296,8 +296,11 @@ static __always_inline void churn_score(struct bpf_sock_ops *s, const struct lis
 
 	if (!d || (d->flags & LISM_DEV_F_NO_CHURN_DETECT))
 		return;
-	is_short = lism_churn_is_short(lism_churn_units(st->sent, e->rx_msgs,
-							 e->rx_bytes + e->tx_tcp_bytes));
+	/* what went through the shortcut, and what went over TCP either way */
+	is_short = lism_churn_is_short(
+		lism_churn_units(st->sent, e->rx_msgs + s->data_segs_in,
+				 e->rx_bytes + s->bytes_received + s->bytes_acked),
+		bpf_ktime_get_ns() - e->created_ns);
 	sockops_remote(s, &r);
 	churn_key(s, &r, &k);
 	c = bpf_map_lookup_elem(&churn, &k);

@@ -527,9 +527,14 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			o->no_churn_detect = 1;
 			break;
 		case OPT_CHURN_WINDOW:
-			if (lism_parse_u32(arg, 1, LISM_CHURN_WINDOW_MAX_MS, &o->churn_window_ms))
-				return fail(err, errlen, "--churn-window: '%s' is not a number of ms in 1..%u",
+			if (lism_parse_u32(arg, 0, LISM_CHURN_WINDOW_MAX_MS, &o->churn_window_ms))
+				return fail(err, errlen,
+					    "--churn-window: '%s' is not a number of ms in 0..%u (0: off)",
 					    arg, LISM_CHURN_WINDOW_MAX_MS);
+			if (!o->churn_window_ms) { /* one ConfigMap value can switch it off */
+				o->no_churn_detect = 1;
+				o->churn_window_ms = LISM_CHURN_WINDOW_MS;
+			}
 			break;
 		case OPT_MOUNT_BPFFS:
 			o->mount_bpffs = 1;

@@ -44,6 +44,7 @@ struct lism_device {
 	__u32 dmb_size;    /* bytes one end may hold unread in the shortcut */
 	__u32 flags;       /* LISM_DEV_F_* */
 	__u32 churn_window_ms; /* churn detection's window (churn.h) */
+	__u32 pad1;
 	__u64 loaded_ns;   /* CLOCK_REALTIME of the load, ns */
 	char cgroup[256];  /* cgroup2 directory the programs are attached to (for views) */
 };

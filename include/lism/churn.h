@@ -10,8 +10,10 @@
  * handful of messages (HTTP with `Connection: close`, health checks) is
  * slower with lism than without -- and it cannot be known at the SYN.  So
  * the active end, when it closes, scores what its connection moved: one
- * unit per send either way plus one per LISM_CHURN_UNIT_BYTES.  At most
- * LISM_CHURN_UNITS units is a short connection, remembered per destination
+ * unit per message either way (its sends, the shortcut messages and TCP
+ * data segments it received) plus one per LISM_CHURN_UNIT_BYTES.  At most
+ * LISM_CHURN_UNITS units in at most LISM_CHURN_LIFE_NS (an idle pool closed
+ * at once is not churn) is a short connection, remembered per destination
  * (the client's netns, the address and port it connected to: a Service IP
  * before DNAT).  Once LISM_CHURN_STREAK short connections to a destination
  * closed in a row, each at most the churn window (--churn-window, default
@@ -42,6 +44,7 @@
 #define LISM_CHURN_WINDOW_MS 50
 #define LISM_CHURN_WINDOW_MAX_MS 60000
 #define LISM_CHURN_PROBE_EVERY 64
+#define LISM_CHURN_LIFE_NS 1000000000ull /* 1 s */
 
 /* Key of the "churn" map: a destination as the connecting socket names it. */
 struct lism_churn_key {
@@ -69,15 +72,16 @@ static inline void lism_churn_count_send(__u8 *sent, __u32 size)
 	*sent = n > LISM_CHURN_UNITS ? LISM_CHURN_UNITS + 1 : (__u8)n;
 }
 
-/* Units of a connection: its own sends (counted), and the messages and bytes it received. */
-static inline __u64 lism_churn_units(__u8 sent, __u64 rx_msgs, __u64 rx_bytes)
+/* Units of a connection: its own sends (counted), the messages it received, and its bytes. */
+static inline __u64 lism_churn_units(__u8 sent, __u64 rx_msgs, __u64 bytes)
 {
-	return (__u64)sent + rx_msgs + rx_bytes / LISM_CHURN_UNIT_BYTES;
+	return (__u64)sent + rx_msgs + bytes / LISM_CHURN_UNIT_BYTES;
 }
 
-static inline int lism_churn_is_short(__u64 units)
+/* Short: little moved, and quickly (a pool of idle connections is not churn). */
+static inline int lism_churn_is_short(__u64 units, __u64 lifetime_ns)
 {
-	return units <= LISM_CHURN_UNITS;
+	return units <= LISM_CHURN_UNITS && lifetime_ns <= LISM_CHURN_LIFE_NS;
 }
 
 /* Whether @now is more than @window_ns after @then (another CPU may have written a later @then). */
@@ -98,7 +102,8 @@ static inline void lism_churn_closed(struct lism_churn *c, int is_short, __u64 n
 	}
 	if (c->streak < LISM_CHURN_STREAK)
 		c->streak++;
-	c->last_ns = now;
+	if ((__s64)(now - c->last_ns) > 0)
+		c->last_ns = now;
 }
 
 /* Whether a new connection to the destination at @now skips the shortcut. */
@@ -106,7 +111,8 @@ static inline int lism_churn_skip(struct lism_churn *c, __u64 now, __u64 window_
 {
 	if (c->streak < LISM_CHURN_STREAK || lism_churn_expired(c->last_ns, now, window_ns))
 		return 0;
-	c->last_ns = now; /* the churn goes on */
+	if ((__s64)(now - c->last_ns) > 0)
+		c->last_ns = now; /* the churn goes on */
 	return __sync_fetch_and_add(&c->seq, 1) % LISM_CHURN_PROBE_EVERY != 0;
 }
 

@@ -45,15 +45,34 @@ Test(churn, sends_count_one_unit_each_plus_one_per_16k_and_saturate)
 Test(churn, a_request_and_response_is_short_a_chat_or_a_transfer_is_not)
 {
 	/* HTTP with Connection: close: one request out, header and body back */
-	cr_assert(lism_churn_is_short(lism_churn_units(1, 2, 700)));
+	cr_assert(lism_churn_is_short(lism_churn_units(1, 2, 800), MS));
 	/* exactly the limit is still short */
-	cr_assert(lism_churn_is_short(lism_churn_units(4, 4, 0)));
+	cr_assert(lism_churn_is_short(lism_churn_units(4, 4, 0), MS));
 	/* nine small messages are not */
-	cr_assert_not(lism_churn_is_short(lism_churn_units(4, 5, 900)));
+	cr_assert_not(lism_churn_is_short(lism_churn_units(4, 5, 900), MS));
 	/* one big download in few messages is not (bytes count too) */
-	cr_assert_not(lism_churn_is_short(lism_churn_units(1, 2, 1u << 20)));
+	cr_assert_not(lism_churn_is_short(lism_churn_units(1, 2, 1u << 20), MS));
 	/* a saturated sender is never short */
-	cr_assert_not(lism_churn_is_short(lism_churn_units(LISM_CHURN_UNITS + 1, 0, 0)));
+	cr_assert_not(lism_churn_is_short(lism_churn_units(LISM_CHURN_UNITS + 1, 0, 0), MS));
+}
+
+Test(churn, an_idle_connection_closed_after_a_while_is_not_short)
+{
+	/* a pooled connection that moved nothing, evicted after its idle timeout */
+	cr_assert_not(lism_churn_is_short(lism_churn_units(0, 0, 0), LISM_CHURN_LIFE_NS + 1));
+	cr_assert(lism_churn_is_short(lism_churn_units(0, 0, 0), LISM_CHURN_LIFE_NS));
+}
+
+Test(churn, the_last_close_time_never_goes_back)
+{
+	struct lism_churn c = { 0 };
+	__u64 now = 1000 * MS;
+
+	short_closes(&c, LISM_CHURN_STREAK, MS, &now);
+	lism_churn_closed(&c, 1, now - 5 * MS, W); /* read its clock before the last store */
+	cr_assert_eq(c.last_ns, now);
+	cr_assert_eq(lism_churn_skip(&c, now - 5 * MS, W), 0, "the first is a probe");
+	cr_assert_eq(c.last_ns, now);
 }
 
 Test(churn, skipping_starts_after_a_streak_of_short_closes)

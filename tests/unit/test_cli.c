@@ -69,7 +69,10 @@ Test(cli, load_options)
 	cr_assert_eq(parse("run --no-churn-detect --churn-window 250", &x, err), LISM_EXIT_OK, "%s", err);
 	cr_assert(x.no_churn_detect);
 	cr_assert_eq(x.churn_window_ms, 250);
-	cr_assert_neq(parse("load --churn-window 0", &x, err), LISM_EXIT_OK);
+	cr_assert_eq(parse("load --churn-window 0", &x, err), LISM_EXIT_OK, "%s", err);
+	cr_assert(x.no_churn_detect, "0 switches it off");
+	cr_assert_eq(x.churn_window_ms, LISM_CHURN_WINDOW_MS, "for a later 'set churn-detect on'");
+	cr_assert_neq(parse("load --churn-window x", &x, err), LISM_EXIT_OK);
 	cr_assert_neq(parse("load --churn-window 60001", &x, err), LISM_EXIT_OK);
 	cr_assert_neq(parse("status --churn-window 5", &x, err), LISM_EXIT_OK, "a load option");
 }
