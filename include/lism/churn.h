@@ -25,9 +25,10 @@
  * pause engages.  Every LISM_CHURN_PROBE_EVERY-th one engages anyway and is
  * scored again, so one long connection among the probes ends it.  A
  * connection skipped stays on TCP for its whole life (a socket cannot join
- * the sockhash later), which is why skipping needs a real churn: at the
- * rates it takes (20 connections a second with the default window) the
- * per-connection cost matters, below them it does not.
+ * the sockhash later), which is why skipping needs a real churn: at least
+ * one connection per window (20 a second with the default), where the cost
+ * adds up (at thousands a second it is a tenth of the CPU); below that
+ * every connection engages, at a cost nobody notices.
  *
  * Pure functions on a small state, shared by the handshake program and the
  * unit tests.  The state is updated without locks from several CPUs; a lost
