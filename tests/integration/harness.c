@@ -286,6 +286,26 @@ void netns_switch(const char *ns)
 	close(fd);
 }
 
+/*
+ * A test pin directory holds only what one test pinned: empty it whatever
+ * the names (a test binary older than the lism it ran may not know them all).
+ */
+static void empty_pin_dir(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < (int)sizeof(path))
+			unlink(path);
+	closedir(d);
+	rmdir(dir);
+}
+
 static void sweep_dir(const char *dir, const char *prefix, int pins)
 {
 	char path[PATH_MAX];
@@ -298,9 +318,10 @@ static void sweep_dir(const char *dir, const char *prefix, int pins)
 		if (strncmp(de->d_name, prefix, strlen(prefix)))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (pins)
+		if (pins) {
 			lism_pins_remove(path, 1);
-		else
+			empty_pin_dir(path);
+		} else
 			rmdir(path);
 	}
 	closedir(d);
