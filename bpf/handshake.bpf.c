@@ -270,6 +270,11 @@ static __always_inline void churn_key(struct bpf_sock_ops *s, const struct addr6
 	k->port = sockops_rport(s);
 }
 
+static __always_inline __u64 churn_window_ns(const struct lism_device *d)
+{
+	return (__u64)d->churn_window_ms * 1000000;
+}
+
 /* Whether this connection skips the shortcut: its destination churns (churn.h). */
 static __always_inline int churn_skip(struct bpf_sock_ops *s, const struct lism_device *d,
 				      const struct addr6 *r)
@@ -281,7 +286,7 @@ static __always_inline int churn_skip(struct bpf_sock_ops *s, const struct lism_
 		return 0;
 	churn_key(s, r, &k);
 	c = bpf_map_lookup_elem(&churn, &k);
-	return c && lism_churn_skip(c, bpf_ktime_get_ns(), (__u64)d->churn_window_ms * 1000000);
+	return c && lism_churn_skip(c, bpf_ktime_get_ns(), churn_window_ns(d));
 }
 
 /* The active end of a confirmed connection closes: score what it moved. */
@@ -290,6 +295,7 @@ static __always_inline void churn_score(struct bpf_sock_ops *s, const struct lis
 {
 	struct lism_device *d = lism_dev();
 	struct lism_churn_key k = {};
+	__u64 now = bpf_ktime_get_ns();
 	struct lism_churn *c;
 	struct addr6 r;
 	int is_short;
@@ -300,23 +306,20 @@ static __always_inline void churn_score(struct bpf_sock_ops *s, const struct lis
 	is_short = lism_churn_is_short(
 		lism_churn_units(st->sent, e->rx_msgs + s->data_segs_in,
 				 e->rx_bytes + s->bytes_received + s->bytes_acked),
-		bpf_ktime_get_ns() - e->created_ns);
+		now - e->created_ns);
+	if (is_short)
+		stat_add(LISM_S_SHORT_CONNS, 1);
 	sockops_remote(s, &r);
 	churn_key(s, &r, &k);
 	c = bpf_map_lookup_elem(&churn, &k);
-	if (!c) {
+	if (c) {
+		lism_churn_closed(c, is_short, now, churn_window_ns(d));
+	} else if (is_short) { /* a long close of an unknown destination: nothing to remember */
 		struct lism_churn fresh = {};
 
-		if (!is_short)
-			return; /* nothing to remember */
-		bpf_map_update_elem(&churn, &k, &fresh, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&churn, &k);
-		if (!c)
-			return;
+		lism_churn_closed(&fresh, 1, now, churn_window_ns(d));
+		bpf_map_update_elem(&churn, &k, &fresh, BPF_NOEXIST); /* lost to a racing CPU: one close less */
 	}
-	if (is_short)
-		stat_add(LISM_S_SHORT_CONNS, 1);
-	lism_churn_closed(c, is_short, bpf_ktime_get_ns(), (__u64)d->churn_window_ms * 1000000);
 }
 
 static void on_connect(struct bpf_sock_ops *s)

@@ -91,6 +91,13 @@ static inline int lism_churn_expired(__u64 then, __u64 now, __u64 window_ns)
 	return (__s64)(now - then) > (__s64)window_ns;
 }
 
+/* Note activity at @now; never moves back (another CPU may have stored a later time). */
+static inline void lism_churn_touch(struct lism_churn *c, __u64 now)
+{
+	if ((__s64)(now - c->last_ns) > 0)
+		c->last_ns = now;
+}
+
 /* A scored connection to the destination closed at @now. */
 static inline void lism_churn_closed(struct lism_churn *c, int is_short, __u64 now, __u64 window_ns)
 {
@@ -103,8 +110,7 @@ static inline void lism_churn_closed(struct lism_churn *c, int is_short, __u64 n
 	}
 	if (c->streak < LISM_CHURN_STREAK)
 		c->streak++;
-	if ((__s64)(now - c->last_ns) > 0)
-		c->last_ns = now;
+	lism_churn_touch(c, now);
 }
 
 /* Whether a new connection to the destination at @now skips the shortcut. */
@@ -112,8 +118,7 @@ static inline int lism_churn_skip(struct lism_churn *c, __u64 now, __u64 window_
 {
 	if (c->streak < LISM_CHURN_STREAK || lism_churn_expired(c->last_ns, now, window_ns))
 		return 0;
-	if ((__s64)(now - c->last_ns) > 0)
-		c->last_ns = now; /* the churn goes on */
+	lism_churn_touch(c, now); /* the churn goes on */
 	return __sync_fetch_and_add(&c->seq, 1) % LISM_CHURN_PROBE_EVERY != 0;
 }
 

@@ -318,10 +318,9 @@ static void sweep_dir(const char *dir, const char *prefix, int pins)
 		if (strncmp(de->d_name, prefix, strlen(prefix)))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (pins) {
-			lism_pins_remove(path, 1);
+		if (pins)
 			empty_pin_dir(path);
-		} else
+		else
 			rmdir(path);
 	}
 	closedir(d);

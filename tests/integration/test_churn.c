@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 #include <pthread.h>
-#include <time.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -31,14 +31,6 @@ TestSuite(churn, .fini = down, .timeout = 120);
 #define WINDOW_MS 2000
 #define CHURN_ARGS "--churn-window 2000"
 
-static __u64 now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (__u64)t.tv_sec * 1000 + (__u64)t.tv_nsec / 1000000;
-}
-
 /*
  * Wait until both ends released their entries: the client scores its
  * connection before it releases its own, at a CLOSE that may come from
@@ -46,16 +38,7 @@ static __u64 now_ms(void)
  */
 static void wait_released(void)
 {
-	struct lism_snapshot s;
-	__u64 end = now_ms() + 5000;
-
-	do {
-		snap(&e, &s);
-		if (!s.usage.dmbs_in_use)
-			return;
-		usleep(500);
-	} while (now_ms() < end);
-	cr_assert_fail("%lld DMBs still in use", (long long)s.usage.dmbs_in_use);
+	cr_assert_eq(wait_drained(&e, 5000), 0, "entries still in use");
 }
 
 /* Every short close is scored exactly once (by the active end only). */
@@ -130,19 +113,36 @@ static void assert_status(int on, __u64 window_ms)
 	json_object_put(j);
 }
 
+/* `lism stats -j` shows the short closes and the skipped connections. */
+static void assert_stats_json(__u64 shorts, __u64 skipped)
+{
+	struct json_object *j, *v, *r, *name, *count;
+	char out[16384];
+	__u64 found = 0;
+
+	cr_assert_eq(lism_out(&e, "stats -j", out, sizeof(out)), 0, "%s", out);
+	j = json_tokener_parse(out);
+	cr_assert(j, "%s", out);
+	cr_assert(json_object_object_get_ex(j, "short_conns", &v), "%s", out);
+	cr_assert_eq((__u64)json_object_get_uint64(v), shorts);
+	cr_assert(json_object_object_get_ex(j, "fallback_reasons", &v), "%s", out);
+	for (size_t i = 0; i < json_object_array_length(v); i++) {
+		r = json_object_array_get_idx(v, i);
+		if (json_object_object_get_ex(r, "name", &name) &&
+		    !strcmp(json_object_get_string(name), "short-lived") &&
+		    json_object_object_get_ex(r, "count", &count))
+			found = json_object_get_uint64(count);
+	}
+	cr_assert_eq(found, skipped, "%s", out);
+	json_object_put(j);
+}
+
 static void assert_tables_empty(void)
 {
 	struct lism_snapshot s;
-	__u64 end = now_ms() + 5000;
 
-	do {
-		snap(&e, &s);
-		if (!s.usage.dmbs_in_use && !s.shortcut_sockets)
-			break;
-		usleep(1000);
-	} while (now_ms() < end);
-	cr_assert_eq(s.usage.dmbs_in_use, 0);
-	cr_assert_eq(s.shortcut_sockets, 0);
+	wait_released();
+	snap(&e, &s);
 	cr_assert_eq(s.stats[LISM_S_REAPED], 0, "every close was seen");
 }
 
@@ -177,6 +177,8 @@ Test(churn, short_connections_skip_the_shortcut_and_probe_it)
 	snap(&e, &s);
 	cr_assert_eq(s.reasons[LISM_R_SHORT_LIVED], n - 2);
 	cr_assert_eq(s.stats[LISM_S_PROPOSALS_SENT], LISM_CHURN_STREAK + 2, "a skipped SYN carries no option");
+	/* the views say the same: `lism stats -j` */
+	assert_stats_json(shorts + 2, n - 2);
 	/* another destination of the same client is not affected */
 	cr_assert(exchange(l2, other, 900), "another port engages");
 	assert_tables_empty();
