@@ -167,9 +167,10 @@ $(BUILD)/fuzz/fuzz_option: tests/fuzz/fuzz_option.c include/lism/option.h | $(BU
 	$(call say,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< -o $@
 
-$(BUILD)/fuzz/fuzz_cli: tests/fuzz/fuzz_cli.c user/cli.c user/cli.h include/lism/abi.h | $(BUILD)/fuzz
+$(BUILD)/fuzz/fuzz_cli: tests/fuzz/fuzz_cli.c user/cli.c user/cli.h user/event_types.c user/event_types.h \
+		include/lism/abi.h | $(BUILD)/fuzz
 	$(call say,CLANG,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_cli.c user/cli.c -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_cli.c user/cli.c user/event_types.c -o $@
 
 fuzz: $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 	$(Q)for t in $(FUZZ_TARGETS); do \

@@ -137,8 +137,16 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, LISM_EVENTS_RING_BYTES);
 } events SEC(".maps") __weak;
+
+/* Per event type: until when (bpf_ktime_get_ns) a reader follows it (abi.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LISM_EV_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} event_readers SEC(".maps") __weak;
 
 static __always_inline struct lism_device *lism_dev(void)
 {
@@ -219,13 +227,19 @@ static __always_inline void account_passed(struct lism_sk *st, const struct tcp_
 static __always_inline void emit_event_at(__u8 type, __u8 reason, const struct lism_dmb *e,
 					  __u8 tcp_state)
 {
-	struct lism_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	__u64 now = bpf_ktime_get_ns(), *until;
+	__u32 key = type;
+	struct lism_event *ev;
 
+	until = bpf_map_lookup_elem(&event_readers, &key);
+	if (!until || *until < now)
+		return; /* nobody follows this type: no event, no cost */
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
-		stat_add(LISM_S_EVENTS_LOST, 1);
+		stat_add(LISM_S_EVENTS_LOST, 1); /* a reader fell behind */
 		return;
 	}
-	ev->ts_ns = bpf_ktime_get_ns();
+	ev->ts_ns = now;
 	ev->type = type;
 	ev->reason = reason;
 	ev->tcp_state = tcp_state;
@@ -237,7 +251,8 @@ static __always_inline void emit_event_at(__u8 type, __u8 reason, const struct l
 	ev->rport = e->rport;
 	__builtin_memcpy(ev->laddr, e->laddr, 16);
 	__builtin_memcpy(ev->raddr, e->raddr, 16);
-	bpf_ringbuf_submit(ev, 0);
+	bpf_ringbuf_submit(ev, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= LISM_EVENTS_WAKE_BYTES ?
+				       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline void emit_event(__u8 type, __u8 reason, const struct lism_dmb *e)

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "event_types.h"
 #include "lism/abi.h"
 #include "lism/churn.h"
 
@@ -72,9 +73,11 @@ void lism_usage(FILE *f)
 		"  stats    counters, fallback reasons, message sizes, like smcd stats   [-j]\n"
 		"  stats reset   zero the counters\n"
 		"  events   follow lifecycle events (confirm, fallback, close, abort, limit, reaped)\n"
-		"           [-j] [--all]\n"
-		"  run      foreground daemon: load (or adopt), serve /metrics and /healthz, log events\n"
+		"           [-j] [--all] [--type TYPE,...]\n"
+		"  run      foreground daemon: load (or adopt), serve /metrics and /healthz, log\n"
+		"           a summary every --log-interval and the --log-events types one by one\n"
 		"           [load options] [--metrics-addr ADDR:PORT] [--unload-on-exit] [-j]\n"
+		"           [--log-events all|none|TYPE,...] [--log-interval SECONDS]\n"
 		"           [--iface GLOB,...]  (keep the veth fast path on matching interfaces)\n"
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
@@ -88,12 +91,12 @@ void lism_usage(FILE *f)
 		"\n"
 		"Defaults: --pin-path %s, --cgroup <cgroup2 mount>, --max-dmbs %u,\n"
 		"--dmb-size %u (%u KiB..%u MiB), --churn-window %u, --timeout %u,\n"
-		"--metrics-addr %s.\n"
+		"--metrics-addr %s, --log-events none, --log-interval %u.\n"
 		"See lism(8).\n",
 		LISM_DEFAULT_PIN_PATH, LISM_DEFAULT_MAX_DMBS, LISM_DEFAULT_DMB_SIZE,
 		LISM_MIN_DMB_SIZE >> 10, LISM_MAX_DMB_SIZE >> 20, LISM_CHURN_WINDOW_MS,
 		LISM_DEFAULT_UNLOAD_TIMEOUT,
-		LISM_DEFAULT_METRICS_ADDR);
+		LISM_DEFAULT_METRICS_ADDR, LISM_DEFAULT_LOG_INTERVAL);
 }
 
 int lism_parse_u32(const char *s, __u32 min, __u32 max, __u32 *out)
@@ -268,6 +271,9 @@ enum {
 	OPT_NO_CHURN_DETECT,
 	OPT_CHURN_WINDOW,
 	OPT_IFACE,
+	OPT_TYPE,
+	OPT_LOG_EVENTS,
+	OPT_LOG_INTERVAL,
 };
 
 /* Which options each command accepts. */
@@ -310,7 +316,11 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 	case OPT_MODE:
 		return cmd == LISM_CMD_CONNS;
 	case OPT_ALL:
+	case OPT_TYPE:
 		return cmd == LISM_CMD_EVENTS;
+	case OPT_LOG_EVENTS:
+	case OPT_LOG_INTERVAL:
+		return cmd == LISM_CMD_RUN;
 	case OPT_METRICS_ADDR:
 	case OPT_UNLOAD_ON_EXIT:
 		return cmd == LISM_CMD_RUN;
@@ -398,6 +408,9 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
 		{ "unload-on-exit", no_argument, NULL, OPT_UNLOAD_ON_EXIT },
 		{ "iface", required_argument, NULL, OPT_IFACE },
+		{ "type", required_argument, NULL, OPT_TYPE },
+		{ "log-events", required_argument, NULL, OPT_LOG_EVENTS },
+		{ "log-interval", required_argument, NULL, OPT_LOG_INTERVAL },
 		{ "json", no_argument, NULL, 'j' },
 		{ "wide", no_argument, NULL, 'w' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -430,6 +443,8 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			o->cmd = commands[i].cmd;
 	if (o->cmd == LISM_CMD_NONE)
 		return fail(err, errlen, "unknown command '%s' (try 'lism help')", cmdname);
+	o->event_types = o->cmd == LISM_CMD_RUN ? LISM_EV_DAEMON_DEFAULT : LISM_EV_ALL;
+	o->log_interval_s = LISM_DEFAULT_LOG_INTERVAL;
 
 	/* getopt sees the command as argv[0]; av[optind - 1] is the option just read */
 	av = argv + 1;
@@ -607,6 +622,21 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			strcpy(o->xdp_ifaces, arg);
 			break;
 		}
+		case OPT_TYPE:
+		case OPT_LOG_EVENTS:
+			if (lism_event_types_parse(arg, &o->event_types))
+				return fail(err, errlen,
+					    "%s: '%s' is not all, none or a list of confirm, fallback, close, "
+					    "limit, abort, reaped",
+					    c == OPT_TYPE ? "--type" : "--log-events", arg);
+			if (c == OPT_TYPE && !o->event_types)
+				return fail(err, errlen, "--type none: nothing to follow");
+			break;
+		case OPT_LOG_INTERVAL:
+			if (lism_parse_u32(arg, 0, LISM_MAX_LOG_INTERVAL, &o->log_interval_s))
+				return fail(err, errlen, "--log-interval: '%s' is not a number of seconds in 0..%u",
+					    arg, LISM_MAX_LOG_INTERVAL);
+			break;
 		case 'j':
 			o->json = 1;
 			break;

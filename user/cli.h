@@ -39,6 +39,8 @@ enum lism_cmd {
 #define LISM_MAX_PORTS 64
 #define LISM_DEFAULT_UNLOAD_TIMEOUT 30
 #define LISM_DEFAULT_METRICS_ADDR "127.0.0.1:9435"
+#define LISM_DEFAULT_LOG_INTERVAL 60 /* seconds: lism run's summary line */
+#define LISM_MAX_LOG_INTERVAL 86400
 
 enum lism_set_key {
 	LISM_SET_NONE = 0,
@@ -100,7 +102,9 @@ struct lism_opts {
 	int stats_reset;
 	/* events */
 	int all_events;
+	__u32 event_types;       /* LISM_EV_TYPE() mask: events --type, run --log-events */
 	/* run */
+	unsigned int log_interval_s; /* the summary line; 0: none */
 	char metrics_addr[64];
 	int unload_on_exit;
 	/* xdp, run: comma-separated interface globs for the veth fast path ("" = off) */

@@ -28,8 +28,10 @@
 #include "metrics.h"
 #include "pins.h"
 #include "signals.h"
+#include "summary.h"
 
 #define XDP_RESCAN_S 2
+#define LOG_EVENTS_PER_S 100 /* a busy node's log stays readable; lism events shows everything */
 
 struct http_ctx {
 	const char *pin_path;
@@ -200,14 +202,77 @@ static int adopt_or_load(const struct lism_opts *o, int *loaded)
 	return LISM_EXIT_OK;
 }
 
+/* The periodic summary: what moved since the last one, only if something did. */
+static void log_summary(const char *pin_path, int json, struct lism_snapshot *prev, int *have_prev,
+			double *last_s)
+{
+	static struct lism_snapshot cur; /* large; only the main thread logs */
+	struct lism_summary sum;
+	double now = mono_s();
+	char line[1024];
+
+	if (snapshot(pin_path, &cur)) {
+		*have_prev = 0; /* unreadable for now (an unload in progress): start over */
+		return;
+	}
+	if (*have_prev && lism_summary_diff(prev, &cur, (unsigned int)(now - *last_s + 0.5), &sum)) {
+		if (json) {
+			struct json_object *j = lism_summary_json(&sum);
+
+			lism_event_time((__u64)(now * 1e9), lism_mono_to_real_ns(), line, sizeof(line));
+			json_object_object_add(j, "time", json_object_new_string(line));
+			printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+			json_object_put(j);
+		} else {
+			lism_summary_format(&sum, line, sizeof(line));
+			printf("%s\n", line);
+		}
+		fflush(stdout);
+	}
+	*prev = cur;
+	*have_prev = 1;
+	*last_s = now;
+}
+
+/*
+ * Follow the events to log.  Another reader (lism events) may hold them:
+ * then say so once and try again on every tick; a daemon must not die of it.
+ */
+static int follow_events(const char *pin_path, const struct lism_events_opts *eo, struct lism_events **ev,
+			 int *busy)
+{
+	int err = lism_events_open(pin_path, eo, stdout, ev);
+
+	if (err == -EBUSY) {
+		if (!*busy)
+			printf("lism: another reader follows the events (lism events?); logging them once it "
+			       "has gone\n");
+		*busy = 1;
+		return 0;
+	}
+	if (err) {
+		lism_err("following the events failed: %s", strerror(-err));
+		return LISM_EXIT_FAIL;
+	}
+	if (*busy)
+		printf("lism: following the events again\n");
+	*busy = 0;
+	return 0;
+}
+
 int lism_cmd_run(const struct lism_opts *o)
 {
 	static struct http_ctx ctx; /* large (a snapshot); lives as long as the HTTP thread */
+	static struct lism_snapshot prev;
+	struct lism_events_opts eo = { .json = o->json, .types = o->event_types, .max_per_s = LOG_EVENTS_PER_S };
 	struct lism_events *ev = NULL;
 	struct MHD_Daemon *http = NULL;
 	struct sockaddr_storage sa;
 	struct pollfd p[2];
-	int ret, sfd = -1, stop = 0, loaded = 0, started = 0, xdp_on = !!o->xdp_ifaces[0];
+	int ret, sfd = -1, stop = 0, loaded = 0, started = 0, have_prev = 0, busy = 0;
+	int xdp_on = !!o->xdp_ifaces[0];
+	double now, last_summary, last_xdp;
+	char types[128];
 
 	/* blocked before anything else: a SIGTERM during the load waits until it is whole */
 	sfd = lism_stop_signals_fd();
@@ -238,23 +303,40 @@ int lism_cmd_run(const struct lism_opts *o)
 		ret = LISM_EXIT_FAIL;
 		goto out;
 	}
-	ret = lism_events_open(o->pin_path, o->json, 0, stdout, &ev);
-	if (ret) {
-		lism_err("following the events failed: %s", strerror(-ret));
-		ret = LISM_EXIT_FAIL;
+	/* the BPF programs emit only the events somebody follows (abi.h) */
+	ret = o->event_types ? follow_events(o->pin_path, &eo, &ev, &busy) : 0;
+	if (ret)
 		goto out;
-	}
 	if (xdp_on && lism_fastpath_sync(o->pin_path, o->xdp_ifaces, 1) == -EPERM)
 		xdp_on = 0; /* said why (CAP_SYS_ADMIN); retrying would only repeat it */
-	printf("lism: running; metrics at http://%s/metrics, health at /healthz\n", o->metrics_addr);
+	if (o->log_interval_s)
+		log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);
+	lism_event_types_format(o->event_types, types, sizeof(types));
+	printf("lism: running; metrics at http://%s/metrics, health at /healthz; logging events: %s",
+	       o->metrics_addr, types);
+	if (o->log_interval_s)
+		printf(", a summary every %u s\n", o->log_interval_s);
+	else
+		printf("\n");
 	fflush(stdout);
 	started = 1;
+	last_xdp = last_summary = mono_s();
 	p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-	p[1] = (struct pollfd){ .fd = lism_events_fd(ev), .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	while (!stop) {
-		/* pods come and go: new veths matching --iface get the fast path */
-		int n = poll(p, 2, xdp_on ? XDP_RESCAN_S * 1000 : -1);
+		/* the next of: the events' tick, the XDP rescan, the summary */
+		double wait = -1;
+		int n;
 
+		now = mono_s();
+		if (ev || busy)
+			wait = LISM_EVENTS_TICK_MS / 1000.0;
+		if (xdp_on && (wait < 0 || last_xdp + XDP_RESCAN_S - now < wait))
+			wait = last_xdp + XDP_RESCAN_S - now;
+		if (o->log_interval_s && (wait < 0 || last_summary + o->log_interval_s - now < wait))
+			wait = last_summary + o->log_interval_s - now;
+		p[1].fd = ev ? lism_events_fd(ev) : -1;
+		n = poll(p, 2, wait < 0 ? -1 : wait <= 0 ? 0 : (int)(wait * 1000) + 1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -262,14 +344,25 @@ int lism_cmd_run(const struct lism_opts *o)
 			ret = LISM_EXIT_FAIL;
 			goto out;
 		}
-		if (!n) {
+		now = mono_s();
+		if (busy && follow_events(o->pin_path, &eo, &ev, &busy)) {
+			ret = LISM_EXIT_FAIL;
+			goto out;
+		}
+		if (ev && (n = lism_events_consume(ev)) < 0) {
+			lism_err("reading the events failed: %s", strerror(-n));
+			ret = LISM_EXIT_FAIL;
+			goto out;
+		}
+		/* pods come and go: new veths matching --iface get the fast path */
+		if (xdp_on && now - last_xdp >= XDP_RESCAN_S) {
 			if (lism_fastpath_sync(o->pin_path, o->xdp_ifaces, 1) == -EPERM)
 				xdp_on = 0;
+			last_xdp = now;
 			fflush(stdout);
-			continue;
 		}
-		if (p[1].revents)
-			lism_events_consume(ev);
+		if (o->log_interval_s && now - last_summary >= o->log_interval_s)
+			log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
 
@@ -279,7 +372,8 @@ int lism_cmd_run(const struct lism_opts *o)
 			}
 		}
 	}
-	lism_events_consume(ev);
+	if (ev)
+		lism_events_consume(ev);
 	ret = LISM_EXIT_OK;
 out:
 	if (http)

@@ -2,9 +2,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,18 +20,19 @@
 struct lism_events {
 	struct ring_buffer *rb;
 	int map_fd;
+	int readers_fd;
+	int lock_fd;          /* flock on the event_readers pin: one reader at a time */
 	int json;
 	int discard;
+	__u32 types;          /* LISM_EV_TYPE() mask this reader follows */
+	unsigned int max_per_s; /* lines per second, 0: no limit */
+	__u64 renewed_ns;
+	__u64 window_ns;      /* start of the current second of the line limit */
+	unsigned int lines;   /* written in that second */
+	__u64 suppressed;     /* not written in that second */
 	FILE *out;
 	__s64 mono_to_real;
 };
-
-const char *lism_event_name(unsigned int type)
-{
-	static const char *const names[] = { "?", "confirm", "fallback", "close", "limit", "abort", "reaped" };
-
-	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
-}
 
 __s64 lism_mono_to_real_ns(void)
 {
@@ -100,13 +103,46 @@ struct json_object *lism_event_json(const struct lism_event *ev, __s64 mono_to_r
 	return o;
 }
 
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* Say how many lines the last second's limit held back, once that second is over. */
+static void close_window(struct lism_events *ev, __u64 now)
+{
+	if (now - ev->window_ns < 1000000000ull)
+		return;
+	if (ev->suppressed)
+		fprintf(ev->out, "lism: %llu more events in the last second not logged (at most %u a second; "
+			"'lism events' shows every event)\n", (unsigned long long)ev->suppressed, ev->max_per_s);
+	ev->window_ns = now;
+	ev->lines = 0;
+	ev->suppressed = 0;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct lism_events *ev = ctx;
+	const struct lism_event *e = data;
 	char line[512];
 
 	if (ev->discard || size < sizeof(struct lism_event))
 		return 0;
+	/* another reader may follow types this one does not */
+	if (e->type >= LISM_EV_MAX || !(ev->types & LISM_EV_TYPE(e->type)))
+		return 0;
+	if (ev->max_per_s) {
+		close_window(ev, mono_ns());
+		if (ev->lines >= ev->max_per_s) {
+			ev->suppressed++;
+			return 0;
+		}
+		ev->lines++;
+	}
 	if (ev->json) {
 		struct json_object *j = lism_event_json(data, ev->mono_to_real);
 
@@ -116,11 +152,44 @@ static int on_event(void *ctx, void *data, size_t size)
 		lism_event_format(data, ev->mono_to_real, line, sizeof(line));
 		fprintf(ev->out, "%s\n", line);
 	}
-	fflush(ev->out);
 	return 0;
 }
 
-int lism_events_open(const char *pin_path, int json, int backlog, FILE *out, struct lism_events **evp)
+/* Tell the BPF programs which types this reader still follows (abi.h); @types 0: none now. */
+static int renew(struct lism_events *ev, __u32 types, int force)
+{
+	__u64 now = mono_ns(), until;
+
+	if (!force && now - ev->renewed_ns < LISM_EVENTS_TICK_MS * 1000000ull / 2)
+		return 0;
+	for (__u32 t = 1; t < LISM_EV_MAX; t++) {
+		until = types & LISM_EV_TYPE(t) ? now + LISM_EVENTS_LEASE_NS : 0;
+		if (bpf_map_update_elem(ev->readers_fd, &t, &until, BPF_ANY))
+			return -errno;
+	}
+	ev->renewed_ns = now;
+	return 0;
+}
+
+void lism_events_close(struct lism_events *ev)
+{
+	if (!ev)
+		return;
+	/* the only reader leaves: no more events (a crash leaves that to the lease) */
+	if (ev->readers_fd >= 0 && ev->lock_fd >= 0)
+		renew(ev, 0, 1);
+	ring_buffer__free(ev->rb);
+	if (ev->readers_fd >= 0)
+		close(ev->readers_fd);
+	if (ev->map_fd >= 0)
+		close(ev->map_fd);
+	if (ev->lock_fd >= 0)
+		close(ev->lock_fd); /* releases the flock */
+	free(ev);
+}
+
+int lism_events_open(const char *pin_path, const struct lism_events_opts *o, FILE *out,
+		     struct lism_events **evp)
 {
 	char path[PATH_MAX];
 	struct lism_events *ev;
@@ -129,33 +198,59 @@ int lism_events_open(const char *pin_path, int json, int backlog, FILE *out, str
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return -ENOMEM;
-	ev->json = json;
+	ev->map_fd = ev->readers_fd = ev->lock_fd = -1;
+	ev->json = o->json;
+	ev->types = o->types & LISM_EV_ALL;
+	ev->max_per_s = o->max_per_s;
 	ev->out = out;
 	ev->mono_to_real = lism_mono_to_real_ns();
-	if (lism_pin_join(path, sizeof(path), pin_path, "events")) {
-		free(ev);
-		return -ENAMETOOLONG;
-	}
+	ev->window_ns = mono_ns();
+	err = -ENAMETOOLONG;
+	if (lism_pin_join(path, sizeof(path), pin_path, "events"))
+		goto fail;
 	ev->map_fd = bpf_obj_get(path);
-	if (ev->map_fd < 0) {
-		err = -errno;
-		free(ev);
-		return err;
+	err = -errno;
+	if (ev->map_fd < 0)
+		goto fail;
+	err = -ENAMETOOLONG;
+	if (lism_pin_join(path, sizeof(path), pin_path, "event_readers"))
+		goto fail;
+	ev->readers_fd = bpf_obj_get(path);
+	err = -errno;
+	if (ev->readers_fd < 0)
+		goto fail;
+	/*
+	 * A ring buffer has one consumer position: two readers would split the
+	 * events between them (and race on it).  The pin's flock goes with the
+	 * process, however it ends.
+	 */
+	ev->lock_fd = open(path, O_RDONLY | O_CLOEXEC);
+	err = -errno;
+	if (ev->lock_fd < 0)
+		goto fail;
+	if (flock(ev->lock_fd, LOCK_EX | LOCK_NB)) {
+		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(ev->lock_fd);
+		ev->lock_fd = -1;
+		goto fail;
 	}
 	ev->rb = ring_buffer__new(ev->map_fd, on_event, ev, NULL);
-	if (!ev->rb) {
-		err = -errno;
-		close(ev->map_fd);
-		free(ev);
-		return err;
-	}
-	if (!backlog) { /* what piled up while nobody listened is old news */
+	err = -errno;
+	if (!ev->rb)
+		goto fail;
+	err = renew(ev, ev->types, 1);
+	if (err)
+		goto fail;
+	if (!o->backlog) { /* what piled up before is old news */
 		ev->discard = 1;
 		ring_buffer__consume(ev->rb);
 		ev->discard = 0;
 	}
 	*evp = ev;
 	return 0;
+fail:
+	lism_events_close(ev);
+	return err;
 }
 
 int lism_events_fd(const struct lism_events *ev)
@@ -165,16 +260,15 @@ int lism_events_fd(const struct lism_events *ev)
 
 int lism_events_consume(struct lism_events *ev)
 {
-	return ring_buffer__consume(ev->rb);
-}
+	int err = renew(ev, ev->types, 0), n;
 
-void lism_events_close(struct lism_events *ev)
-{
-	if (!ev)
-		return;
-	ring_buffer__free(ev->rb);
-	close(ev->map_fd);
-	free(ev);
+	if (err)
+		return err;
+	n = ring_buffer__consume(ev->rb);
+	if (ev->max_per_s)
+		close_window(ev, mono_ns());
+	fflush(ev->out);
+	return n;
 }
 
 int lism_cmd_events(const struct lism_opts *o)
@@ -188,9 +282,14 @@ int lism_cmd_events(const struct lism_opts *o)
 		lism_err("signalfd failed: %s", strerror(-sfd));
 		return LISM_EXIT_FAIL;
 	}
-	err = lism_events_open(o->pin_path, o->json, o->all_events, stdout, &ev);
+	struct lism_events_opts eo = { .json = o->json, .backlog = o->all_events, .types = o->event_types };
+
+	err = lism_events_open(o->pin_path, &eo, stdout, &ev);
 	if (err) {
 		lism_err("opening the events of %s failed: %s", o->pin_path, strerror(-err));
+		if (err == -EBUSY)
+			lism_hint("another reader follows them (lism run --log-events, or another lism events); "
+				  "events go to one reader at a time");
 		if (err == -ENOENT)
 			lism_hint("is lism loaded there? see 'lism status --pin-path %s'", o->pin_path);
 		close(sfd);
@@ -199,20 +298,23 @@ int lism_cmd_events(const struct lism_opts *o)
 	p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = lism_events_fd(ev), .events = POLLIN };
 	for (;;) {
-		if (poll(p, 2, -1) < 0) {
+		/* events wake us only in bulk: drain on a tick as well */
+		int n = poll(p, 2, LISM_EVENTS_TICK_MS);
+
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			err = -errno;
 			break;
 		}
-		if (p[1].revents && lism_events_consume(ev) < 0) {
-			err = -errno;
+		n = lism_events_consume(ev);
+		if (n < 0) {
+			err = n;
 			break;
 		}
 		if (p[0].revents)
 			break;
 	}
-	lism_events_consume(ev);
 	lism_events_close(ev);
 	close(sfd);
 	if (err) {

@@ -7,9 +7,10 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "event_types.h"
 #include "lism/abi.h"
 
-const char *lism_event_name(unsigned int type);
+
 /* Event time (bpf_ktime_get_ns, CLOCK_MONOTONIC) as wall clock: ISO 8601 UTC with ms. */
 void lism_event_time(__u64 mono_ns, __s64 mono_to_real_ns, char *buf, size_t len);
 void lism_event_format(const struct lism_event *ev, __s64 mono_to_real_ns, char *buf, size_t len);
@@ -19,14 +20,23 @@ __s64 lism_mono_to_real_ns(void);
 
 struct lism_events;
 
+struct lism_events_opts {
+	int json;
+	int backlog;            /* also write the events already waiting */
+	__u32 types;            /* LISM_EV_TYPE() mask: only these are emitted for this reader */
+	unsigned int max_per_s; /* lines a second, the rest counted and said (0: no limit) */
+};
+
 /*
  * Follow the ring buffer pinned under @pin_path, writing one line per event
- * to @out.  Events already waiting are skipped unless @backlog.
+ * of @o->types to @out.  Opening it asks the BPF programs for those events
+ * (they emit none while nobody reads); lism_events_consume() keeps asking.
  */
-int lism_events_open(const char *pin_path, int json, int backlog, FILE *out, struct lism_events **ev);
-/* An fd that becomes readable when events arrive (epoll). */
+int lism_events_open(const char *pin_path, const struct lism_events_opts *o, FILE *out,
+		     struct lism_events **ev);
+/* An fd that becomes readable when many events wait (epoll); poll it with LISM_EVENTS_TICK_MS. */
 int lism_events_fd(const struct lism_events *ev);
-/* Write what has arrived; returns the number of events or -errno. */
+/* Write what has arrived and renew the lease; call at least every LISM_EVENTS_TICK_MS.  Returns the number of events or -errno. */
 int lism_events_consume(struct lism_events *ev);
 void lism_events_close(struct lism_events *ev);
 

@@ -12,7 +12,7 @@
 #include "cursor.h"
 #include "stream.h"
 
-#define LISM_LAYOUT_VERSION 3
+#define LISM_LAYOUT_VERSION 4
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -172,7 +172,25 @@ enum lism_event_type {
 	LISM_EV_LIMIT = 4, /* DMB limit hit */
 	LISM_EV_ABORT = 5, /* a shortcut connection end was reset or aborted */
 	LISM_EV_REAPED = 6, /* a socket was destroyed still owning a DMB (its close went unseen) */
+	LISM_EV_MAX,        /* entries of the "event_readers" map */
 };
+#define LISM_EV_TYPE(t) (1u << (t)) /* sets of event types (lism events --type) */
+#define LISM_EV_ALL (((1u << LISM_EV_MAX) - 1) & ~1u)
+/* lism run logs no event unless told (its periodic summary counts them), so that lism events can follow */
+#define LISM_EV_DAEMON_DEFAULT 0u
+
+/*
+ * Events cost only while somebody reads them.  The "event_readers" map holds,
+ * per event type, the CLOCK_MONOTONIC time (ns) until which a reader follows
+ * that type; readers renew it every LISM_EVENTS_TICK_MS, so a reader that
+ * dies stops the events within LISM_EVENTS_LEASE_NS.  Readers are not woken
+ * per event (a wakeup per connection doubled connection setup): they drain
+ * the ring on their tick, or when LISM_EVENTS_WAKE_BYTES are waiting.
+ */
+#define LISM_EVENTS_RING_BYTES (256u << 10)
+#define LISM_EVENTS_WAKE_BYTES (LISM_EVENTS_RING_BYTES / 4)
+#define LISM_EVENTS_TICK_MS 200
+#define LISM_EVENTS_LEASE_NS (2000ull * 1000 * 1000)
 
 struct lism_event {
 	__u64 ts_ns;

@@ -14,6 +14,9 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
 #include "cli.h"
 #include "harness.h"
 #include "traffic.h"
@@ -253,6 +256,239 @@ Test(views, events_json_delivers_confirm_and_close)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "events did not exit cleanly on SIGTERM");
 }
 
+static int count_event(void *ctx, void *data, size_t size)
+{
+	(void)data;
+	(void)size;
+	++*(int *)ctx;
+	return 0;
+}
+
+/* Events waiting in the instance's ring buffer (taken out; no lease renewed). */
+static int ring_events(void)
+{
+	char path[PATH_MAX + 16];
+	struct ring_buffer *rb;
+	int fd, n = 0;
+
+	snprintf(path, sizeof(path), "%s/events", e.pin);
+	fd = bpf_obj_get(path);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	rb = ring_buffer__new(fd, count_event, &n, NULL);
+	cr_assert_not_null(rb);
+	cr_assert_geq(ring_buffer__consume(rb), 0);
+	ring_buffer__free(rb);
+	close(fd);
+	return n;
+}
+
+/* A connection to a listener outside lism's cgroup: the active end falls back (peer-no-lism). */
+static void fallback_connection(int l, int port)
+{
+	int c, s;
+
+	env_enter(&e);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	env_leave(&e);
+	s = tcp_accept(l, 1, 5000);
+	close(c);
+	close(s);
+}
+
+static void confirmed_connection(void)
+{
+	int c, s;
+
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	env_leave(&e);
+	close(c);
+	close(s);
+}
+
+/* Read what @fd has written so far (until it is quiet for @quiet_ms). */
+static void read_output(int fd, char *buf, size_t len, int quiet_ms)
+{
+	size_t n = strlen(buf);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	while (n < len - 1 && poll(&p, 1, quiet_ms) == 1) {
+		ssize_t r = read(fd, buf + n, len - 1 - n);
+
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		buf[n] = '\0';
+	}
+}
+
+static void drain_output(int fd, char *buf, size_t len)
+{
+	read_output(fd, buf, len, 300);
+}
+
+/* Wait until type @type's lease in the event_readers map runs (a reader has opened). */
+static int wait_lease(__u32 type, int ms)
+{
+	char path[PATH_MAX + 16];
+	struct timespec ts;
+	__u64 until = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/event_readers", e.pin);
+	for (int waited = 0; waited <= ms; waited += 20) {
+		fd = bpf_obj_get(path);
+		cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+		cr_assert_eq(bpf_map_lookup_elem(fd, &type, &until), 0);
+		close(fd);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if (until > (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec)
+			return 0;
+		usleep(20000);
+	}
+	return -1;
+}
+
+Test(views, events_are_emitted_only_for_a_reader_and_the_types_it_follows)
+{
+	char buf[65536] = "", buf2[4096];
+	struct json_object *j;
+	int out, st, l, port = 0;
+
+	require_root();
+	env_up(&e, NULL);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1); /* not under lism */
+	/* nobody reads: nothing is emitted, nothing counted as lost */
+	for (int i = 0; i < 20; i++)
+		confirmed_connection();
+	fallback_connection(l, port);
+	cr_assert_eq(wait_drained(&e, 3000), 0);
+	cr_assert_eq(ring_events(), 0, "events emitted without a reader");
+	j = lism_json("stats -j");
+	cr_assert_eq(jnum(j, "confirms"), 20);
+	cr_assert_eq(jnum(j, "events_lost"), 0);
+	json_object_put(j);
+
+	/* a reader of fallbacks gets those, and nobody pays for the others */
+	child = spawn_lism("events -j --type fallback", &out);
+	cr_assert_eq(wait_lease(LISM_EV_FALLBACK, 3000), 0);
+	confirmed_connection();
+	fallback_connection(l, port);
+	cr_assert(wait_output(out, buf, sizeof(buf), "\"reason\":\"peer-no-lism\"", 3000), "%s", buf);
+	cr_assert(strstr(buf, "\"type\":\"fallback\""), "%s", buf);
+	/* one reader at a time: a second would split the ring's events with it */
+	cr_assert_neq(lism_out(&e, "events", buf2, sizeof(buf2)), 0);
+	cr_assert(strstr(buf2, "another reader follows them"), "%s", buf2);
+	/* the reader crashes: its lease runs on for a while (LISM_EVENTS_LEASE_NS) */
+	kill(child, SIGKILL);
+	waitpid(child, &st, 0);
+	child = -1;
+	drain_output(out, buf, sizeof(buf));
+	close(out);
+	cr_assert_null(strstr(buf, "\"type\":\"confirm\""), "%s", buf);
+	cr_assert_null(strstr(buf, "\"type\":\"close\""), "%s", buf);
+	confirmed_connection();
+	cr_assert_eq(wait_drained(&e, 1000), 0);
+	cr_assert_eq(ring_events(), 0, "confirm/close emitted for a reader of fallbacks");
+	fallback_connection(l, port);
+	cr_assert_geq(ring_events(), 1, "the lease died with its reader");
+	/* ... and once it expires, nothing again */
+	usleep(LISM_EVENTS_LEASE_NS / 1000 + 200000);
+	fallback_connection(l, port);
+	confirmed_connection();
+	cr_assert_eq(wait_drained(&e, 1000), 0);
+	cr_assert_eq(ring_events(), 0, "events outlived the lease");
+
+	/* a reader that stops cleanly ends its lease at once, and frees the ring for the next */
+	child = spawn_lism("events", &out);
+	cr_assert_eq(wait_lease(LISM_EV_FALLBACK, 3000), 0);
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	child = -1;
+	close(out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fallback_connection(l, port);
+	cr_assert_eq(ring_events(), 0, "events after the reader stopped");
+	j = lism_json("stats -j");
+	cr_assert_eq(jnum(j, "events_lost"), 0);
+	json_object_put(j);
+	close(l);
+}
+
+Test(views, events_a_burst_larger_than_the_ring_reaches_the_reader)
+{
+	static char buf[1 << 21];
+	struct json_object *j;
+	int out, st, lines = 0;
+
+	require_root();
+	env_up(&e, NULL);
+	buf[0] = '\0';
+	child = spawn_lism("events", &out);
+	cr_assert_eq(wait_lease(LISM_EV_CLOSE, 3000), 0);
+	/* 3 events each (a confirm, two closes): 9000, ~2.7 rings' worth in well under a second;
+	   the reader's 200 ms tick alone would lose most of them, the wakeup at a quarter full none */
+	for (int i = 0; i < 3000; i++) {
+		confirmed_connection();
+		read_output(out, buf, sizeof(buf), 0); /* a reader that keeps up */
+	}
+	cr_assert_eq(wait_drained(&e, 3000), 0);
+	usleep(2 * LISM_EVENTS_TICK_MS * 1000);
+	drain_output(out, buf, sizeof(buf));
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	child = -1;
+	drain_output(out, buf, sizeof(buf));
+	close(out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (char *p = buf; (p = strchr(p, '\n')); p++)
+		lines++;
+	j = lism_json("stats -j");
+	cr_assert_eq(jnum(j, "confirms"), 3000);
+	cr_assert_eq(jnum(j, "events_lost"), 0, "%d lines", lines);
+	json_object_put(j);
+	cr_assert_eq(lines, 9000);
+}
+
+Test(views, run_logs_at_most_its_rate_and_says_what_it_left_out)
+{
+	char dbuf[1 << 17] = "", ebuf[4096], args[PATH_MAX + 128], *p;
+	int dout, st, port = 29000 + (getpid() + 500) % 1000, logged = 0, left_out = 0;
+
+	require_root();
+	env_up(&e, NULL);
+	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d --log-events confirm --log-interval 0",
+		 port);
+	child = spawn_lism(args, &dout);
+	cr_assert(wait_output(dout, dbuf, sizeof(dbuf), "logging events: confirm\n", 5000), "%s", dbuf);
+	/* the daemon follows them now: lism events is told why it cannot */
+	cr_assert_neq(lism_out(&e, "events", ebuf, sizeof(ebuf)), 0);
+	cr_assert(strstr(ebuf, "another reader follows them"), "%s", ebuf);
+	for (int i = 0; i < 250; i++)
+		confirmed_connection();
+	cr_assert_eq(wait_drained(&e, 3000), 0);
+	/* the last second's count comes when that second is over */
+	cr_assert(wait_output(dout, dbuf, sizeof(dbuf), "not logged (at most 100 a second", 3000), "%s", dbuf);
+	usleep(1500000);
+	drain_output(dout, dbuf, sizeof(dbuf));
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	child = -1;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (p = dbuf; (p = strstr(p, " confirm ")); p++)
+		logged++;
+	for (p = dbuf; (p = strstr(p, "lism: ")); p++) {
+		unsigned long long k;
+
+		if (sscanf(p, "lism: %llu more events", &k) == 1)
+			left_out += (int)k;
+	}
+	/* one confirm per connection (its passive end's), each either logged or counted */
+	cr_assert_eq(logged + left_out, 250, "logged %d + left out %d: %s", logged, left_out, dbuf);
+	cr_assert_leq(logged, 200, "%s", dbuf);
+	cr_assert_gt(left_out, 0);
+}
+
 static int curl(const char *url, char *out, size_t len)
 {
 	char cmd[512];
@@ -281,10 +517,12 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	require_root();
 	env_up(&e, NULL);
 	/* the daemon adopts the instance env_up loaded */
-	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d", port);
+	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d --log-interval 1", port);
 	child = spawn_lism(args, &out);
 	cr_assert(wait_output(out, buf, sizeof(buf), "running", 5000), "daemon did not start: %s", buf);
 	cr_assert(strstr(buf, "adopting"), "%s", buf);
+	cr_assert(wait_output(out, buf, sizeof(buf), "logging events: none, a summary every 1 s", 1000),
+		  "%s", buf);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", port);
 	cr_assert_eq(curl(url, body, sizeof(body)), 200, "%s", body);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
@@ -305,7 +543,11 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	cr_assert_eq(metric(body, "lism_shortcut_bytes_total"), 12345);
 	cr_assert_eq(metric(body, "lism_connections_confirmed"), 1);
 	cr_assert_eq(metric(body, "lism_dmbs_in_use"), 2);
-	cr_assert(wait_output(out, buf, sizeof(buf), "confirm", 3000), "the daemon logged no event: %s", buf);
+	/* a summary, not a line per connection */
+	cr_assert(wait_output(out, buf, sizeof(buf), "s: 1 connections confirmed, 0 fallbacks, ", 3000),
+		  "no summary: %s", buf);
+	cr_assert(strstr(buf, "12.1 KiB through the shortcut"), "%s", buf);
+	cr_assert_null(strstr(buf, " confirm  "), "logged a confirm event: %s", buf);
 
 	kill(child, SIGTERM);
 	waitpid(child, &st, 0);

@@ -117,7 +117,8 @@ spec=$(node "$here/daemonset.mjs" "$root/deploy/kubernetes" "$build/manifests/no
 field() { node -e 'const s=JSON.parse(process.argv[1]); const v=s[process.argv[2]]; console.log(Array.isArray(v) ? v.join("\n") : String(v))' "$spec" "$1"; }
 mapfile -t cmd < <(field command)
 mapfile -t args < <(field args | sed -e "s|^--cgroup=/host/cgroup\$|--cgroup=/host/cgroup/$cg_name|" \
-	-e "s|^--pin-path=.*|--pin-path=$pin|" -e "s|^--metrics-addr=.*|--metrics-addr=127.0.0.1:$port|")
+	-e "s|^--pin-path=.*|--pin-path=$pin|" -e "s|^--metrics-addr=.*|--metrics-addr=127.0.0.1:$port|" \
+	-e "s|^--log-interval=.*|--log-interval=1|")
 mapfile -t prestop < <(field preStop | sed -e "s|^--pin-path=.*|--pin-path=$pin|")
 caps=$(field capsAdd | paste -sd, -)
 # the DaemonSet container's privileges and mounts
@@ -225,6 +226,11 @@ check "redis-benchmark through the Service IP completes" grep -q 'GET' "$tmp/rb.
 c3=$(stat_of confirms) b3=$(stat_of shortcut_bytes)
 check "redis connections confirmed ($((c3 - c2)) of 8 benchmark clients)" [ $((c3 - c2)) -ge 8 ]
 check "redis bytes took the shortcut ($((b3 - b2)) bytes)" [ $((b3 - b2)) -ge $((20000 * 1024)) ]
+sleep 1.2 # the daemon's summary (--log-interval, 1 s here) counts them; no line per connection
+summary=$(podman logs "$ctr" 2>&1 | grep -E '^lism: last [0-9]+ s: [0-9]+ connections confirmed' | tail -1)
+check "the daemon logs a summary: ${summary:0:100}..." [ -n "$summary" ]
+check "and no event per connection (--log-events none)" \
+	[ "$(podman logs "$ctr" 2>&1 | grep -cE ' (confirm|close) +(active|passive) ')" = 0 ]
 
 # --- a server pod outside lism's cgroup: the client's proposal gets no answer
 f0=$(stat_of reason:peer-no-lism)

@@ -314,3 +314,35 @@ Test(cli, cidrs_map_ipv4_into_ipv6)
 	cr_assert_eq(lism_parse_cidr("::/0", &c), 0);
 	cr_assert_eq(c.prefixlen, 0);
 }
+
+Test(cli, event_types_and_the_daemons_log)
+{
+	struct lism_opts o;
+	char err[256];
+
+	cr_assert_eq(parse("run", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.event_types, 0u, "the daemon logs a summary, no event (lism events may follow them)");
+	cr_assert_eq(o.log_interval_s, LISM_DEFAULT_LOG_INTERVAL);
+	cr_assert_eq(parse("run --log-events all --log-interval 0", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.event_types, LISM_EV_ALL);
+	cr_assert_eq(o.log_interval_s, 0u);
+	cr_assert_eq(parse("run --log-events none --log-interval 5", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.event_types, 0u);
+	cr_assert_eq(o.log_interval_s, 5u);
+	cr_assert_eq(parse("events", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.event_types, LISM_EV_ALL, "lism events follows everything");
+	cr_assert_eq(parse("events --type fallback,abort", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.event_types, LISM_EV_TYPE(LISM_EV_FALLBACK) | LISM_EV_TYPE(LISM_EV_ABORT));
+
+	cr_assert_eq(parse("events --type none", &o, err), LISM_EXIT_USAGE);
+	cr_assert(strstr(err, "nothing to follow"), "%s", err);
+	cr_assert_eq(parse("events --type confirm,closed", &o, err), LISM_EXIT_USAGE);
+	cr_assert(strstr(err, "--type: 'confirm,closed' is not"), "%s", err);
+	cr_assert_eq(parse("run --log-events everything", &o, err), LISM_EXIT_USAGE);
+	cr_assert(strstr(err, "--log-events: 'everything'"), "%s", err);
+	cr_assert_eq(parse("run --log-interval 86401", &o, err), LISM_EXIT_USAGE);
+	cr_assert_eq(parse("run --log-interval 1m", &o, err), LISM_EXIT_USAGE);
+	cr_assert_eq(parse("events --log-events all", &o, err), LISM_EXIT_USAGE, "a run option");
+	cr_assert_eq(parse("run --type all", &o, err), LISM_EXIT_USAGE, "an events option");
+	cr_assert_eq(parse("load --log-interval 5", &o, err), LISM_EXIT_USAGE);
+}

@@ -15,6 +15,7 @@
 #include "metrics.h"
 #include "reason.h"
 #include "stats.h"
+#include "summary.h"
 
 static void v4(__u8 out[16], unsigned a, unsigned b, unsigned c, unsigned d)
 {
@@ -249,6 +250,98 @@ Test(events, format_and_json)
 	json_object_put(o);
 	for (unsigned int t = LISM_EV_CONFIRM; t <= LISM_EV_ABORT; t++)
 		cr_assert_str_neq(lism_event_name(t), "?");
+}
+
+Test(events, type_sets)
+{
+	__u32 m = 123;
+	char buf[128];
+
+	cr_assert_eq(lism_event_types_parse("all", &m), 0);
+	cr_assert_eq(m, LISM_EV_ALL);
+	for (unsigned int t = 1; t < LISM_EV_MAX; t++)
+		cr_assert(m & LISM_EV_TYPE(t), "all includes %s", lism_event_name(t));
+	cr_assert_eq(m & LISM_EV_TYPE(0), 0u);
+	cr_assert_eq(lism_event_types_parse("none", &m), 0);
+	cr_assert_eq(m, 0u);
+	cr_assert_eq(lism_event_types_parse("reaped,limit", &m), 0);
+	cr_assert_eq(m, LISM_EV_TYPE(LISM_EV_LIMIT) | LISM_EV_TYPE(LISM_EV_REAPED));
+	lism_event_types_format(m, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "limit,reaped", "in type order");
+	cr_assert_eq(lism_event_types_parse("confirm", &m), 0);
+	cr_assert_eq(m, LISM_EV_TYPE(LISM_EV_CONFIRM));
+	lism_event_types_format(LISM_EV_ALL, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "all");
+	lism_event_types_format(0, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "none");
+	m = 7;
+	cr_assert_neq(lism_event_types_parse("", &m), 0);
+	cr_assert_neq(lism_event_types_parse(",", &m), 0);
+	cr_assert_neq(lism_event_types_parse("limit,bogus", &m), 0);
+	cr_assert_neq(lism_event_types_parse("?", &m), 0, "the placeholder name of type 0");
+	cr_assert_neq(lism_event_types_parse("Limit", &m), 0);
+	cr_assert_eq(m, 7u, "untouched on error");
+}
+
+Test(summary, only_what_moved)
+{
+	static struct lism_snapshot a, b;
+	struct lism_summary s;
+	struct json_object *j, *v, *r;
+	char line[1024];
+
+	a.stats[LISM_S_CONFIRMS] = 100;
+	a.stats[LISM_S_FALLBACKS] = 7;
+	a.reasons[LISM_R_BLOCKING] = 7;
+	a.stats[LISM_S_SC_BYTES] = 1 << 20;
+	b = a;
+	b.confirmed = 3;
+	b.usage.dmbs_in_use = 6;
+	cr_assert_eq(lism_summary_diff(&a, &b, 60, &s), 0, "nothing moved: no line");
+	b.stats[LISM_S_CONFIRMS] = 112;
+	b.stats[LISM_S_FALLBACKS] = 7 + 5;
+	b.reasons[LISM_R_BLOCKING] = 7 + 1;
+	b.reasons[LISM_R_PEER_NO_LISM] = 4;
+	b.stats[LISM_S_CLOSES] = 9;
+	b.stats[LISM_S_SC_BYTES] = (1 << 20) + (3 << 20);
+	cr_assert_eq(lism_summary_diff(&a, &b, 60, &s), 1);
+	cr_assert_eq(s.confirms, 12u);
+	cr_assert_eq(s.fallbacks, 5u);
+	cr_assert_eq(s.reasons[LISM_R_BLOCKING], 1u);
+	cr_assert_eq(s.shortcut_bytes, 3u << 20);
+	lism_summary_format(&s, line, sizeof(line));
+	cr_assert(strstr(line, "lism: last 60 s: 12 connections confirmed, 5 fallbacks "
+			       "(peer-no-lism 4, blocking-socket 1), 9 closed, 0 reaped; 3.0 MiB through "
+			       "the shortcut"),
+		  "%s", line);
+	cr_assert(strstr(line, "now 3 confirmed, 6 DMBs in use"), "%s", line);
+	cr_assert_null(strstr(line, "events lost"), "%s", line);
+	j = json_tokener_parse(json_object_to_json_string(r = lism_summary_json(&s)));
+	json_object_put(r);
+	cr_assert_not_null(j);
+	cr_assert(json_object_object_get_ex(j, "type", &v));
+	cr_assert_str_eq(json_object_get_string(v), "summary");
+	cr_assert(json_object_object_get_ex(j, "confirms", &v));
+	cr_assert_eq(json_object_get_int64(v), 12);
+	cr_assert(json_object_object_get_ex(j, "reasons", &r));
+	cr_assert(json_object_object_get_ex(r, "peer-no-lism", &v));
+	cr_assert_eq(json_object_get_int64(v), 4);
+	json_object_put(j);
+
+	/* a `lism stats reset` in between: what moved counts from zero */
+	b = a;
+	memset(b.stats, 0, sizeof(b.stats));
+	b.stats[LISM_S_CONFIRMS] = 2;
+	b.stats[LISM_S_EVENTS_LOST] = 5;
+	cr_assert_eq(lism_summary_diff(&a, &b, 60, &s), 1);
+	cr_assert_eq(s.confirms, 2u);
+	cr_assert_eq(s.shortcut_bytes, 0u);
+	lism_summary_format(&s, line, sizeof(line));
+	cr_assert(strstr(line, "0 fallbacks, 0 closed"), "no reasons, no parentheses: %s", line);
+	cr_assert(strstr(line, "; 5 events lost"), "%s", line);
+	/* a line that does not fit is cut, not overrun */
+	lism_summary_format(&s, line, 40);
+	cr_assert_eq(strlen(line), 39u);
 }
 
 /* A strict reader of the Prometheus text format, enough to catch what a scraper rejects. */
