@@ -11,7 +11,8 @@ Modes:
   tcp       nothing loaded
   sockmap   ../shared/bench/peer-sockmap (a plain 4-tuple sockhash redirect),
             when it is there
-  lism      lism with its default policy
+  lism      lism with its default policy, its daemon running as the DaemonSet
+            runs it (`lism run`: /metrics, a summary line a minute)
   lism-ab   lism --allow-blocking, only for the workloads whose client or
             server uses blocking sockets (sockperf, iperf3), which lism's
             default policy keeps on TCP (docs/semantics.md)
@@ -264,6 +265,7 @@ class Bench:
         self.tmp = tempfile.mkdtemp(prefix="lism-bench-")
         os.chmod(self.tmp, 0o755)  # nginx workers run unprivileged
         self.mode = None
+        self.daemon = None
         self.peer = os.path.isfile(os.path.join(PEER, "peerctl"))
 
     def __enter__(self):
@@ -289,6 +291,13 @@ class Bench:
         return run([os.path.join(PEER, "peerctl"), verb], check=(verb == "load"), env=env)
 
     def switch(self, mode):
+        if self.daemon:
+            if self.daemon.poll() is not None:
+                raise RuntimeError("lism run exited (%d) during the workload" % self.daemon.returncode)
+            self.daemon.send_signal(signal.SIGTERM)  # it leaves lism loaded
+            if self.daemon.wait(timeout=10):
+                raise RuntimeError("lism run exited %d on SIGTERM" % self.daemon.returncode)
+            self.daemon = None
         if self.mode in ("lism", "lism-ab"):
             run([LISM, "unload", "--pin-path", self.pin, "--timeout", "10", "--force"])
         elif self.mode == "sockmap":
@@ -297,6 +306,10 @@ class Bench:
         if mode in ("lism", "lism-ab"):
             run([LISM, "load", "--pin-path", self.pin, "--cgroup", self.cg] +
                 (["--allow-blocking"] if mode == "lism-ab" else []))
+            # the daemon adopts it, as on a node (its cost belongs in the numbers)
+            self.daemon = subprocess.Popen([LISM, "run", "--pin-path", self.pin, "--metrics-addr",
+                                            "127.0.0.1:%d" % (19435 + os.getpid() % 1000)],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         elif mode == "sockmap":
             self.peerctl("load")
         self.mode = mode

@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -247,6 +248,60 @@ Test(churn, switched_off_every_connection_engages)
 	cr_assert_not(exchange(l, port, 511), "skipped once on");
 	cr_assert_eq(lism(&e, "set churn-detect off"), 0);
 	cr_assert(exchange(l, port, 520), "off again: engages");
+	assert_tables_empty();
+	close(l);
+}
+
+/* A request and its response, then the client resets the connection (SO_LINGER 0). */
+static int exchange_reset(int l, int port, __u32 seed)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct lism_snapshot before, after;
+	int c, s;
+
+	snap(&e, &before);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	s = tcp_accept(l, 1, 5000);
+	cr_assert(c >= 0 && s >= 0);
+	snap(&e, &after);
+	cr_assert_eq(send_all(c, seed, 0, 100), 0);
+	cr_assert_eq(recv_check(s, seed, 0, 100, 5000), 0);
+	cr_assert_eq(send_all(s, seed + 1, 0, 300), 0);
+	cr_assert_eq(recv_check(c, seed + 1, 0, 300, 5000), 0);
+	cr_assert_eq(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	close(c);
+	close(s);
+	wait_released();
+	return after.stats[LISM_S_CONFIRMS] > before.stats[LISM_S_CONFIRMS];
+}
+
+Test(churn, reset_connections_count_and_the_key_is_per_namespace)
+{
+	int port = 0, l, lb;
+	const char *other;
+	__u64 shorts = 0;
+
+	require_root();
+	env_up(&e, CHURN_ARGS);
+	env_enter(&e);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	/* a client that resets its connections is scored at that CLOSE too */
+	for (int i = 0; i < LISM_CHURN_STREAK; i++)
+		cr_assert(exchange_reset(l, port, 600 + i), "connection %d before the streak engages", i);
+	shorts += LISM_CHURN_STREAK;
+	assert_short_conns(shorts);
+	cr_assert(exchange(l, port, 610), "the probe");
+	assert_short_conns(++shorts);
+	cr_assert_not(exchange(l, port, 611), "skipped");
+	/* the same address and port in another network namespace is another destination */
+	other = env_netns(&e, "c");
+	netns_switch(other);
+	lb = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	cr_assert(exchange(lb, port, 620), "a client in another namespace engages");
+	cr_assert(exchange(lb, port, 621), "and keeps engaging");
+	close(lb);
+	netns_switch(NULL);
+	cr_assert_not(exchange(l, port, 630), "this namespace still skips");
 	assert_tables_empty();
 	close(l);
 }
