@@ -255,6 +255,26 @@ WORKLOADS = [
 ]
 
 
+def cpu_busy_idle():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]  # idle + iowait
+    return sum(v) - idle, idle
+
+
+def settle(idle_share=0.9, window=0.2, limit=5.0):
+    """Wait until the CPUs are idle: what the last run left behind (a
+    torn-down sockmap's deferred psock frees, TIME_WAIT timers, a server's
+    exit) must not land in the next one's numbers."""
+    end = time.time() + limit
+    while time.time() < end:
+        b0, i0 = cpu_busy_idle()
+        time.sleep(window)
+        b1, i1 = cpu_busy_idle()
+        if (i1 - i0) >= idle_share * max(1, (b1 - b0) + (i1 - i0)):
+            return
+
+
 # ---------------------------------------------------------------- modes
 
 class Bench:
@@ -291,6 +311,7 @@ class Bench:
         return run([os.path.join(PEER, "peerctl"), verb], check=(verb == "load"), env=env)
 
     def switch(self, mode):
+        """Fresh state for every run: the mode before is taken down even when it is the same."""
         if self.daemon:
             if self.daemon.poll() is not None:
                 raise RuntimeError("lism run exited (%d) during the workload" % self.daemon.returncode)
@@ -342,10 +363,6 @@ def fmt(v):
     return "%.2f" % v
 
 
-def ratio(a, b):
-    return a / b if a is not None and b else None
-
-
 def main():
     if os.geteuid() != 0:
         sys.exit("bench: needs root (cgroup2, bpffs, BPF programs)")
@@ -372,25 +389,28 @@ def main():
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write("1")
         t0 = time.time()
-        steps = sum(len([w for w in workloads if m != "lism-ab" or w[3]]) for m in modes) * ROUNDS
+        steps = sum(len([m for m in modes if m != "lism-ab" or w[3]]) for w in workloads) * ROUNDS
         step = 0
         try:
             for r in range(ROUNDS):
-                order = modes[r % len(modes):] + modes[:r % len(modes)]  # rotate: no mode always first
-                for m in order:
-                    b.switch(m)
-                    for name, unit, _, blocking, _, fn in workloads:
+                for wi, (name, unit, _, blocking, _, fn) in enumerate(workloads):
+                    # a workload's modes back to back (seconds apart, so the machine's
+                    # drift cancels in their ratio), their order rotating
+                    k = (r + wi) % len(modes)
+                    for m in modes[k:] + modes[:k]:
                         if m == "lism-ab" and not blocking:
                             continue
+                        b.switch(m)
+                        settle()
                         step += 1
                         v = fn(ctx)
-                        res[name][m].append(v)
+                        res[name][m].append((r, v))
+                        s = b.stats()
+                        if s is not None:
+                            counters.setdefault(m, {}).setdefault(name, []).append(s)
                         eta = (time.time() - t0) / step * (steps - step)
                         log("[%3d/%d] round %d  %-8s %-28s %10s %-7s (%.0f s left)" %
                             (step, steps, r + 1, m, name, fmt(v), unit, eta))
-                    s = b.stats()
-                    if s is not None:
-                        counters.setdefault(m, []).append(s)
         finally:
             b.switch(None)
             with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
@@ -398,30 +418,38 @@ def main():
         report(workloads, modes, res, ctx["extra"], counters, time.time() - t0)
 
 
+def paired_ratio(samples, a, b):
+    """Median over the rounds of a's value over b's in the same round."""
+    rb = dict(samples.get(b, []))
+    rs = [v / rb[r] for r, v in samples.get(a, []) if rb.get(r)]
+    return statistics.median(rs) if rs else None
+
+
 def report(workloads, modes, res, extra, counters, elapsed):
-    med = {n: {m: (statistics.median(v) if v else None) for m, v in d.items()} for n, d in res.items()}
+    med = {n: {m: (statistics.median(v for _, v in s) if s else None) for m, s in d.items()}
+           for n, d in res.items()}
     rows = []
     for name, unit, higher, blocking, target, _ in workloads:
         md = med[name]
-        lism = md.get("lism")
-        ab = md.get("lism-ab") if blocking else None
-        best = ab if ab is not None else lism
-        r_sm = ratio(best, md.get("sockmap"))
+        pr = lambda a, b: paired_ratio(res[name], a, b)
+        ab_mode = "lism-ab" if blocking and md.get("lism-ab") is not None else None
+        best = ab_mode or "lism"
+        r_sm = pr(best, "sockmap")
 
-        def met_by(v):
-            """Whether @v meets the target against TCP and does not lose to plain sockmap."""
-            r = ratio(v, md.get("tcp"))
+        def met_by(mode):
+            """Whether @mode meets the target against TCP and does not lose to plain sockmap."""
+            r = pr(mode, "tcp") if mode else None
             if target is None or r is None:
                 return None
             ok = r >= target if higher else r <= target
-            rs = ratio(v, md.get("sockmap"))
+            rs = pr(mode, "sockmap")
             if rs is not None:
                 ok = ok and (rs >= 1.0 if higher else rs <= 1.0)
             return ok
-        met, met_ab = met_by(lism), met_by(ab)
+        met, met_ab = met_by("lism"), met_by(ab_mode)
         rows.append({"workload": name, "unit": unit, "higher_is_better": higher, "blocking_sockets": blocking,
-                     "median": md, "lism_over_tcp": ratio(lism, md.get("tcp")),
-                     "lism_ab_over_tcp": ratio(ab, md.get("tcp")), "best_over_sockmap": r_sm,
+                     "median": md, "lism_over_tcp": pr("lism", "tcp"), "sockmap_over_tcp": pr("sockmap", "tcp"),
+                     "lism_ab_over_tcp": pr(ab_mode, "tcp") if ab_mode else None, "best_over_sockmap": r_sm,
                      "target": target, "met": met, "met_allow_blocking": met_ab,
                      "samples": res[name]})
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "kernel": os.uname().release,
@@ -453,7 +481,8 @@ def report(workloads, modes, res, extra, counters, elapsed):
             "%s: %.1f us" % (label(k), v / 1000) for k, v in sorted(conn.items())))
     text = "\n".join(lines)
     with open(os.path.join(OUT, "results.md"), "w") as f:
-        f.write("Machine: %d vCPU, kernel %s, %s; %d rounds x %.0f s, modes interleaved; medians.\n\n%s\n" %
+        f.write("Machine: %d vCPU, kernel %s, %s; %d rounds x %.0f s, a workload's modes back to back; "
+                "medians, ratios the median of each round's ratio.\n\n%s\n" %
                 (info["cpus"], info["kernel"], info["date"], ROUNDS, SECONDS, text))
     log("")
     log(text)
@@ -469,7 +498,7 @@ def plots(rows):
     with open(os.path.join(OUT, "ratios.dat"), "w") as f:
         for row in rows:
             r = row["lism_ab_over_tcp"] if row["lism_ab_over_tcp"] is not None else row["lism_over_tcp"]
-            s = ratio(row["median"].get("sockmap"), row["median"].get("tcp"))
+            s = row["sockmap_over_tcp"]
             if r is None:
                 continue
             if not row["higher_is_better"]:  # plot speed-up: higher is better everywhere
