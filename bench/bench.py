@@ -364,6 +364,8 @@ def fmt(v):
 
 
 def main():
+    # SIGTERM unwinds like Ctrl-C: servers stopped, lism and the baseline unloaded, cgroup removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench: terminated"))
     if os.geteuid() != 0:
         sys.exit("bench: needs root (cgroup2, bpffs, BPF programs)")
     for tool in ("sockperf", "redis-server", "redis-benchmark", "nginx", "wrk", "iperf3", "taskset", "bpftool"):

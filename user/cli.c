@@ -72,7 +72,7 @@ void lism_usage(FILE *f)
 		"           [-w] [-j] [--port PORT] [--state STATE] [--mode shortcut|tcp|pending]\n"
 		"  stats    counters, fallback reasons, message sizes, like smcd stats   [-j]\n"
 		"  stats reset   zero the counters\n"
-		"  events   follow lifecycle events (confirm, fallback, close, abort, limit, reaped)\n"
+		"  events   follow lifecycle events (" LISM_EV_NAMES ")\n"
 		"           [-j] [--all] [--type TYPE,...]\n"
 		"  run      foreground daemon: load (or adopt), serve /metrics and /healthz, log\n"
 		"           a summary every --log-interval and the --log-events types one by one\n"
@@ -320,7 +320,6 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 		return cmd == LISM_CMD_EVENTS;
 	case OPT_LOG_EVENTS:
 	case OPT_LOG_INTERVAL:
-		return cmd == LISM_CMD_RUN;
 	case OPT_METRICS_ADDR:
 	case OPT_UNLOAD_ON_EXIT:
 		return cmd == LISM_CMD_RUN;
@@ -625,10 +624,8 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		case OPT_TYPE:
 		case OPT_LOG_EVENTS:
 			if (lism_event_types_parse(arg, &o->event_types))
-				return fail(err, errlen,
-					    "%s: '%s' is not all, none or a list of confirm, fallback, close, "
-					    "limit, abort, reaped",
-					    c == OPT_TYPE ? "--type" : "--log-events", arg);
+				return fail(err, errlen, "%s: '%s' is not all, none or a list of %s",
+					    c == OPT_TYPE ? "--type" : "--log-events", arg, LISM_EV_NAMES);
 			if (c == OPT_TYPE && !o->event_types)
 				return fail(err, errlen, "--type none: nothing to follow");
 			break;

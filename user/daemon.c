@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "daemon.h"
 #include "device.h"
 #include "events.h"
@@ -40,14 +41,6 @@ struct http_ctx {
 	double cached_at;
 	int cached_ok;
 };
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int parse_addr(const char *s, struct sockaddr_storage *ss)
 {
@@ -159,9 +152,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (strcmp(url, "/metrics"))
 		return reply_text(c, MHD_HTTP_NOT_FOUND, "try /metrics or /healthz\n");
-	if (!ctx->cached_ok || mono_s() - ctx->cached_at >= 1.0) {
+	if (!ctx->cached_ok || lism_mono_s() - ctx->cached_at >= 1.0) {
 		ctx->cached_ok = !snapshot(ctx->pin_path, &ctx->cached);
-		ctx->cached_at = mono_s();
+		ctx->cached_at = lism_mono_s();
 	}
 	if (!ctx->cached_ok)
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "lism instance unreadable\n");
@@ -208,11 +201,12 @@ static void log_summary(const char *pin_path, int json, struct lism_snapshot *pr
 {
 	static struct lism_snapshot cur; /* large; only the main thread logs */
 	struct lism_summary sum;
-	double now = mono_s();
+	double now = lism_mono_s();
 	char line[1024];
 
 	if (snapshot(pin_path, &cur)) {
 		*have_prev = 0; /* unreadable for now (an unload in progress): start over */
+		*last_s = now;  /* and try at the next interval, not at once */
 		return;
 	}
 	if (*have_prev && lism_summary_diff(prev, &cur, (unsigned int)(now - *last_s + 0.5), &sum)) {
@@ -234,30 +228,48 @@ static void log_summary(const char *pin_path, int json, struct lism_snapshot *pr
 	*last_s = now;
 }
 
+enum follow { FOLLOWING, HELD, FAILING }; /* the events the daemon logs: how it stands with them */
+
 /*
- * Follow the events to log.  Another reader (lism events) may hold them:
- * then say so once and try again on every tick; a daemon must not die of it.
+ * Follow the events to log.  At the start a failure is fatal (a wrong
+ * setup); later, another reader holding them (lism events) or an instance
+ * being replaced is said once and tried again on every tick: a daemon must
+ * not die of it.
  */
 static int follow_events(const char *pin_path, const struct lism_events_opts *eo, struct lism_events **ev,
-			 int *busy)
+			 enum follow *st, int starting)
 {
 	int err = lism_events_open(pin_path, eo, stdout, ev);
 
-	if (err == -EBUSY) {
-		if (!*busy)
-			printf("lism: another reader follows the events (lism events?); logging them once it "
-			       "has gone\n");
-		*busy = 1;
+	if (!err) {
+		if (*st != FOLLOWING)
+			printf("lism: following the events again\n");
+		*st = FOLLOWING;
 		return 0;
 	}
-	if (err) {
+	if (err == -EBUSY) {
+		if (*st != HELD)
+			printf("lism: another reader follows the events (lism events?); logging them once it "
+			       "has gone\n");
+		*st = HELD;
+		return 0;
+	}
+	if (starting) {
 		lism_err("following the events failed: %s", strerror(-err));
 		return LISM_EXIT_FAIL;
 	}
-	if (*busy)
-		printf("lism: following the events again\n");
-	*busy = 0;
+	if (*st != FAILING)
+		lism_err("following the events failed: %s; trying again", strerror(-err));
+	*st = FAILING;
 	return 0;
+}
+
+/* @next: the earliest of the deadlines seen so far (@have: any yet). */
+static void earliest(double *next, int *have, double t)
+{
+	if (!*have || t < *next)
+		*next = t;
+	*have = 1;
 }
 
 int lism_cmd_run(const struct lism_opts *o)
@@ -269,7 +281,8 @@ int lism_cmd_run(const struct lism_opts *o)
 	struct MHD_Daemon *http = NULL;
 	struct sockaddr_storage sa;
 	struct pollfd p[2];
-	int ret, sfd = -1, stop = 0, loaded = 0, started = 0, have_prev = 0, busy = 0;
+	int ret, sfd = -1, stop = 0, loaded = 0, started = 0, have_prev = 0;
+	enum follow follow = FOLLOWING;
 	int xdp_on = !!o->xdp_ifaces[0];
 	double now, last_summary, last_xdp;
 	char types[128];
@@ -304,7 +317,7 @@ int lism_cmd_run(const struct lism_opts *o)
 		goto out;
 	}
 	/* the BPF programs emit only the events somebody follows (abi.h) */
-	ret = o->event_types ? follow_events(o->pin_path, &eo, &ev, &busy) : 0;
+	ret = o->event_types ? follow_events(o->pin_path, &eo, &ev, &follow, 1) : 0;
 	if (ret)
 		goto out;
 	if (xdp_on && lism_fastpath_sync(o->pin_path, o->xdp_ifaces, 1) == -EPERM)
@@ -320,23 +333,23 @@ int lism_cmd_run(const struct lism_opts *o)
 		printf("\n");
 	fflush(stdout);
 	started = 1;
-	last_xdp = last_summary = mono_s();
+	last_xdp = last_summary = lism_mono_s();
 	p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	while (!stop) {
-		/* the next of: the events' tick, the XDP rescan, the summary */
-		double wait = -1;
-		int n;
+		/* until the next of: the events' tick, the XDP rescan, the summary (overdue: 0) */
+		double next = 0;
+		int n, have = 0;
 
-		now = mono_s();
-		if (ev || busy)
-			wait = LISM_EVENTS_TICK_MS / 1000.0;
-		if (xdp_on && (wait < 0 || last_xdp + XDP_RESCAN_S - now < wait))
-			wait = last_xdp + XDP_RESCAN_S - now;
-		if (o->log_interval_s && (wait < 0 || last_summary + o->log_interval_s - now < wait))
-			wait = last_summary + o->log_interval_s - now;
+		now = lism_mono_s();
+		if (o->event_types)
+			earliest(&next, &have, now + LISM_EVENTS_TICK_MS / 1000.0);
+		if (xdp_on)
+			earliest(&next, &have, last_xdp + XDP_RESCAN_S);
+		if (o->log_interval_s)
+			earliest(&next, &have, last_summary + o->log_interval_s);
 		p[1].fd = ev ? lism_events_fd(ev) : -1;
-		n = poll(p, 2, wait < 0 ? -1 : wait <= 0 ? 0 : (int)(wait * 1000) + 1);
+		n = poll(p, 2, !have ? -1 : next <= now ? 0 : (int)((next - now) * 1000) + 1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -344,15 +357,14 @@ int lism_cmd_run(const struct lism_opts *o)
 			ret = LISM_EXIT_FAIL;
 			goto out;
 		}
-		now = mono_s();
-		if (busy && follow_events(o->pin_path, &eo, &ev, &busy)) {
-			ret = LISM_EXIT_FAIL;
-			goto out;
-		}
+		now = lism_mono_s();
+		if (o->event_types && !ev)
+			follow_events(o->pin_path, &eo, &ev, &follow, 0);
 		if (ev && (n = lism_events_consume(ev)) < 0) {
-			lism_err("reading the events failed: %s", strerror(-n));
-			ret = LISM_EXIT_FAIL;
-			goto out;
+			lism_err("reading the events failed: %s; following them anew", strerror(-n));
+			lism_events_close(ev);
+			ev = NULL;
+			follow = FAILING;
 		}
 		/* pods come and go: new veths matching --iface get the fast path */
 		if (xdp_on && now - last_xdp >= XDP_RESCAN_S) {

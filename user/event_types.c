@@ -49,7 +49,10 @@ void lism_event_types_format(__u32 mask, char *buf, size_t len)
 {
 	size_t n = 0;
 
-	if ((mask & LISM_EV_ALL) == LISM_EV_ALL || !(mask & LISM_EV_ALL)) {
+	mask &= LISM_EV_ALL;
+	if (!len)
+		return;
+	if (mask == LISM_EV_ALL || !mask) {
 		snprintf(buf, len, "%s", mask ? "all" : "none");
 		return;
 	}

@@ -7,6 +7,9 @@
 
 #include "lism/abi.h"
 
+/* Their names, in type order, for messages */
+#define LISM_EV_NAMES "confirm, fallback, close, limit, abort, reaped"
+
 /* "confirm", "fallback", ...; "?" for anything else. */
 const char *lism_event_name(unsigned int type);
 /* "all", "none", or names joined by commas ("limit,reaped") into a LISM_EV_TYPE() mask; 0 or -EINVAL. */

@@ -2,14 +2,14 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
-#include <fcntl.h>
+#include <pthread.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "conns.h"
 #include "events.h"
 #include "log.h"
@@ -22,11 +22,17 @@ struct lism_events {
 	int map_fd;
 	int readers_fd;
 	int lock_fd;          /* flock on the event_readers pin: one reader at a time */
+	/* the lease is renewed by a thread of its own, whatever the output does */
+	pthread_t renewer;
+	int renewing;         /* the thread runs */
+	int stop;             /* under mu: the thread's end */
+	int renew_err;        /* under mu: its failure, -errno */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
 	int json;
 	int discard;
 	__u32 types;          /* LISM_EV_TYPE() mask this reader follows */
 	unsigned int max_per_s; /* lines per second, 0: no limit */
-	__u64 renewed_ns;
 	__u64 window_ns;      /* start of the current second of the line limit */
 	unsigned int lines;   /* written in that second */
 	__u64 suppressed;     /* not written in that second */
@@ -103,20 +109,15 @@ struct json_object *lism_event_json(const struct lism_event *ev, __s64 mono_to_r
 	return o;
 }
 
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
-
 /* Say how many lines the last second's limit held back, once that second is over. */
 static void close_window(struct lism_events *ev, __u64 now)
 {
 	if (now - ev->window_ns < 1000000000ull)
 		return;
-	if (ev->suppressed)
+	if (ev->suppressed && ev->json)
+		fprintf(ev->out, "{\"type\":\"not-logged\",\"count\":%llu,\"limit_per_s\":%u}\n",
+			(unsigned long long)ev->suppressed, ev->max_per_s);
+	else if (ev->suppressed)
 		fprintf(ev->out, "lism: %llu more events in the last second not logged (at most %u a second; "
 			"'lism events' shows every event)\n", (unsigned long long)ev->suppressed, ev->max_per_s);
 	ev->window_ns = now;
@@ -136,7 +137,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (e->type >= LISM_EV_MAX || !(ev->types & LISM_EV_TYPE(e->type)))
 		return 0;
 	if (ev->max_per_s) {
-		close_window(ev, mono_ns());
+		close_window(ev, lism_mono_ns());
 		if (ev->lines >= ev->max_per_s) {
 			ev->suppressed++;
 			return 0;
@@ -155,29 +156,62 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Tell the BPF programs which types this reader still follows (abi.h); @types 0: none now. */
-static int renew(struct lism_events *ev, __u32 types, int force)
+/* Tell the BPF programs which types this reader follows (abi.h): @types until now + the lease, the rest not. */
+static int renew(const struct lism_events *ev, __u32 types)
 {
-	__u64 now = mono_ns(), until;
+	__u64 until, now = lism_mono_ns();
 
-	if (!force && now - ev->renewed_ns < LISM_EVENTS_TICK_MS * 1000000ull / 2)
-		return 0;
 	for (__u32 t = 1; t < LISM_EV_MAX; t++) {
 		until = types & LISM_EV_TYPE(t) ? now + LISM_EVENTS_LEASE_NS : 0;
 		if (bpf_map_update_elem(ev->readers_fd, &t, &until, BPF_ANY))
 			return -errno;
 	}
-	ev->renewed_ns = now;
 	return 0;
+}
+
+/*
+ * Renew every tick, apart from the reader: a reader whose output blocks
+ * (a paused pager, a full log pipe) still holds its lease, so what it
+ * cannot take is counted as lost rather than silently not emitted.
+ */
+static void *renew_loop(void *arg)
+{
+	struct lism_events *ev = arg;
+	struct timespec at;
+	int err = 0;
+
+	pthread_mutex_lock(&ev->mu);
+	while (!ev->stop && !err) {
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_nsec += LISM_EVENTS_TICK_MS * 1000000l;
+		at.tv_sec += at.tv_nsec / 1000000000l;
+		at.tv_nsec %= 1000000000l;
+		pthread_cond_timedwait(&ev->cv, &ev->mu, &at);
+		if (!ev->stop) {
+			pthread_mutex_unlock(&ev->mu);
+			err = renew(ev, ev->types);
+			pthread_mutex_lock(&ev->mu);
+			ev->renew_err = err;
+		}
+	}
+	pthread_mutex_unlock(&ev->mu);
+	return NULL;
 }
 
 void lism_events_close(struct lism_events *ev)
 {
 	if (!ev)
 		return;
+	if (ev->renewing) {
+		pthread_mutex_lock(&ev->mu);
+		ev->stop = 1;
+		pthread_cond_signal(&ev->cv);
+		pthread_mutex_unlock(&ev->mu);
+		pthread_join(ev->renewer, NULL);
+	}
 	/* the only reader leaves: no more events (a crash leaves that to the lease) */
 	if (ev->readers_fd >= 0 && ev->lock_fd >= 0)
-		renew(ev, 0, 1);
+		renew(ev, 0);
 	ring_buffer__free(ev->rb);
 	if (ev->readers_fd >= 0)
 		close(ev->readers_fd);
@@ -185,6 +219,8 @@ void lism_events_close(struct lism_events *ev)
 		close(ev->map_fd);
 	if (ev->lock_fd >= 0)
 		close(ev->lock_fd); /* releases the flock */
+	pthread_cond_destroy(&ev->cv);
+	pthread_mutex_destroy(&ev->mu);
 	free(ev);
 }
 
@@ -199,12 +235,21 @@ int lism_events_open(const char *pin_path, const struct lism_events_opts *o, FIL
 	if (!ev)
 		return -ENOMEM;
 	ev->map_fd = ev->readers_fd = ev->lock_fd = -1;
+	pthread_mutex_init(&ev->mu, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&ev->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	ev->json = o->json;
 	ev->types = o->types & LISM_EV_ALL;
 	ev->max_per_s = o->max_per_s;
 	ev->out = out;
 	ev->mono_to_real = lism_mono_to_real_ns();
-	ev->window_ns = mono_ns();
+	ev->window_ns = lism_mono_ns();
 	err = -ENAMETOOLONG;
 	if (lism_pin_join(path, sizeof(path), pin_path, "events"))
 		goto fail;
@@ -221,31 +266,32 @@ int lism_events_open(const char *pin_path, const struct lism_events_opts *o, FIL
 		goto fail;
 	/*
 	 * A ring buffer has one consumer position: two readers would split the
-	 * events between them (and race on it).  The pin's flock goes with the
-	 * process, however it ends.
+	 * events between them (and race on it).  The pin's flock (bpffs opens
+	 * a map pin that has BTF, as this one does) goes with the process,
+	 * however it ends.
 	 */
-	ev->lock_fd = open(path, O_RDONLY | O_CLOEXEC);
-	err = -errno;
-	if (ev->lock_fd < 0)
-		goto fail;
-	if (flock(ev->lock_fd, LOCK_EX | LOCK_NB)) {
-		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		close(ev->lock_fd);
-		ev->lock_fd = -1;
+	err = lism_flock(path, 0);
+	if (err < 0) {
+		err = err == -EWOULDBLOCK ? -EBUSY : err;
 		goto fail;
 	}
+	ev->lock_fd = err;
 	ev->rb = ring_buffer__new(ev->map_fd, on_event, ev, NULL);
 	err = -errno;
 	if (!ev->rb)
 		goto fail;
-	err = renew(ev, ev->types, 1);
-	if (err)
-		goto fail;
-	if (!o->backlog) { /* what piled up before is old news */
+	if (!o->backlog) { /* what was there before is old news */
 		ev->discard = 1;
 		ring_buffer__consume(ev->rb);
 		ev->discard = 0;
 	}
+	err = renew(ev, ev->types);
+	if (err)
+		goto fail;
+	err = -pthread_create(&ev->renewer, NULL, renew_loop, ev);
+	if (err)
+		goto fail;
+	ev->renewing = 1;
 	*evp = ev;
 	return 0;
 fail:
@@ -260,13 +306,16 @@ int lism_events_fd(const struct lism_events *ev)
 
 int lism_events_consume(struct lism_events *ev)
 {
-	int err = renew(ev, ev->types, 0), n;
+	int err, n;
 
+	pthread_mutex_lock(&ev->mu);
+	err = ev->renew_err;
+	pthread_mutex_unlock(&ev->mu);
 	if (err)
 		return err;
 	n = ring_buffer__consume(ev->rb);
 	if (ev->max_per_s)
-		close_window(ev, mono_ns());
+		close_window(ev, lism_mono_ns());
 	fflush(ev->out);
 	return n;
 }
@@ -293,7 +342,9 @@ int lism_cmd_events(const struct lism_opts *o)
 		if (err == -ENOENT)
 			lism_hint("is lism loaded there? see 'lism status --pin-path %s'", o->pin_path);
 		close(sfd);
-		return LISM_EXIT_STATE;
+		if (err == -EPERM || err == -EACCES)
+			return LISM_EXIT_ENV; /* privileges */
+		return err == -EBUSY || err == -ENOENT ? LISM_EXIT_STATE : LISM_EXIT_FAIL;
 	}
 	p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = lism_events_fd(ev), .events = POLLIN };

@@ -30,13 +30,14 @@ struct lism_events_opts {
 /*
  * Follow the ring buffer pinned under @pin_path, writing one line per event
  * of @o->types to @out.  Opening it asks the BPF programs for those events
- * (they emit none while nobody reads); lism_events_consume() keeps asking.
+ * (they emit none while nobody reads) and keeps asking from a thread until
+ * lism_events_close(); -EBUSY while another reader holds them.
  */
 int lism_events_open(const char *pin_path, const struct lism_events_opts *o, FILE *out,
 		     struct lism_events **ev);
 /* An fd that becomes readable when many events wait (epoll); poll it with LISM_EVENTS_TICK_MS. */
 int lism_events_fd(const struct lism_events *ev);
-/* Write what has arrived and renew the lease; call at least every LISM_EVENTS_TICK_MS.  Returns the number of events or -errno. */
+/* Write what has arrived; call it every LISM_EVENTS_TICK_MS.  The number of events, or -errno (also a failed lease renewal). */
 int lism_events_consume(struct lism_events *ev);
 void lism_events_close(struct lism_events *ev);
 

@@ -18,6 +18,7 @@
 #include "cgroup.h"
 #include "device.h"
 #include "fastpath.h"
+#include "clock.h"
 #include "loader.h"
 #include "log.h"
 #include "pins.h"
@@ -474,14 +475,6 @@ cleanup:
 	return ret;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Detach and unpin everything an instance pinned. */
 static int remove_instance(const struct lism_instance *in)
 {
@@ -556,8 +549,8 @@ int lism_cmd_unload(const struct lism_opts *o)
 	 * Sockets leave the shortcut map when they close.  Removing the map
 	 * earlier would make the kernel drop whatever they have not read yet.
 	 */
-	deadline = now_s() + o->timeout_s;
-	next_note = now_s() + 2;
+	deadline = lism_mono_s() + o->timeout_s;
+	next_note = lism_mono_s() + 2;
 	for (;;) {
 		err = lism_snapshot_read(&in, &s);
 		if (err) {
@@ -573,7 +566,7 @@ int lism_cmd_unload(const struct lism_opts *o)
 		}
 		if (!s.shortcut_sockets && !s.usage.dmbs_in_use)
 			break;
-		if (now_s() >= deadline) {
+		if (lism_mono_s() >= deadline) {
 			if (o->force) {
 				fprintf(stderr,
 					"lism: --force: removing with %u sockets still in the shortcut; "
@@ -589,11 +582,11 @@ int lism_cmd_unload(const struct lism_opts *o)
 			ret = LISM_EXIT_BUSY;
 			goto out;
 		}
-		if (now_s() >= next_note) {
+		if (lism_mono_s() >= next_note) {
 			printf("lism: waiting for %u sockets to leave the shortcut...\n",
 			       s.shortcut_sockets);
 			fflush(stdout);
-			next_note = now_s() + 5;
+			next_note = lism_mono_s() + 5;
 		}
 		usleep(50 * 1000);
 	}

@@ -153,7 +153,12 @@ int lism_is_mount_point(const char *path)
 
 int lism_pin_lock(const char *dir)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return lism_flock(dir, O_DIRECTORY);
+}
+
+int lism_flock(const char *path, int oflags)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | oflags);
 
 	if (fd < 0)
 		return -errno;

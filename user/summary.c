@@ -6,28 +6,40 @@
 #include "reason.h"
 #include "summary.h"
 
-static __u64 moved(__u64 prev, __u64 cur)
+/* A `lism stats reset` in between: some counter went back. */
+static int was_reset(const struct lism_snapshot *prev, const struct lism_snapshot *cur)
 {
-	return cur >= prev ? cur - prev : cur; /* `lism stats reset` in between */
+	for (unsigned int i = 0; i < LISM_S_MAX; i++)
+		if (cur->stats[i] < prev->stats[i])
+			return 1;
+	for (unsigned int r = 0; r < LISM_R_MAX; r++)
+		if (cur->reasons[r] < prev->reasons[r])
+			return 1;
+	return 0;
 }
 
 int lism_summary_diff(const struct lism_snapshot *prev, const struct lism_snapshot *cur,
 		      unsigned int seconds, struct lism_summary *out)
 {
-	const __u64 *a = prev->stats, *b = cur->stats;
+	static const struct lism_snapshot zero;
+	const __u64 *a, *b = cur->stats;
 
+	/* after a reset everything counts from zero, so that the numbers agree with each other */
+	if (was_reset(prev, cur))
+		prev = &zero;
+	a = prev->stats;
 	memset(out, 0, sizeof(*out));
 	out->seconds = seconds;
-	out->confirms = moved(a[LISM_S_CONFIRMS], b[LISM_S_CONFIRMS]);
-	out->fallbacks = moved(a[LISM_S_FALLBACKS], b[LISM_S_FALLBACKS]);
-	out->closes = moved(a[LISM_S_CLOSES], b[LISM_S_CLOSES]);
-	out->reaped = moved(a[LISM_S_REAPED], b[LISM_S_REAPED]);
-	out->short_conns = moved(a[LISM_S_SHORT_CONNS], b[LISM_S_SHORT_CONNS]);
-	out->shortcut_bytes = moved(a[LISM_S_SC_BYTES], b[LISM_S_SC_BYTES]);
-	out->tcp_bytes = moved(a[LISM_S_TCP_BYTES], b[LISM_S_TCP_BYTES]);
-	out->events_lost = moved(a[LISM_S_EVENTS_LOST], b[LISM_S_EVENTS_LOST]);
+	out->confirms = b[LISM_S_CONFIRMS] - a[LISM_S_CONFIRMS];
+	out->fallbacks = b[LISM_S_FALLBACKS] - a[LISM_S_FALLBACKS];
+	out->closes = b[LISM_S_CLOSES] - a[LISM_S_CLOSES];
+	out->reaped = b[LISM_S_REAPED] - a[LISM_S_REAPED];
+	out->short_conns = b[LISM_S_SHORT_CONNS] - a[LISM_S_SHORT_CONNS];
+	out->shortcut_bytes = b[LISM_S_SC_BYTES] - a[LISM_S_SC_BYTES];
+	out->tcp_bytes = b[LISM_S_TCP_BYTES] - a[LISM_S_TCP_BYTES];
+	out->events_lost = b[LISM_S_EVENTS_LOST] - a[LISM_S_EVENTS_LOST];
 	for (unsigned int r = 1; r < LISM_R_MAX; r++)
-		out->reasons[r] = moved(prev->reasons[r], cur->reasons[r]);
+		out->reasons[r] = cur->reasons[r] - prev->reasons[r];
 	out->confirmed_now = cur->confirmed;
 	out->dmbs_in_use = cur->usage.dmbs_in_use;
 	return out->confirms || out->fallbacks || out->closes || out->reaped || out->shortcut_bytes ||

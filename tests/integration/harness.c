@@ -363,23 +363,35 @@ pid_t spawn_sh(const char *cmd, int *out)
 	return pid;
 }
 
+/* One read of what @fd has for @buf (appended), within @ms; 0 when nothing came (or EOF). */
+static ssize_t read_more(int fd, char *buf, size_t len, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t n = strlen(buf);
+	ssize_t r;
+
+	if (n >= len - 1 || poll(&p, 1, ms) != 1)
+		return 0;
+	r = read(fd, buf + n, len - 1 - n);
+	if (r <= 0)
+		return 0;
+	buf[n + (size_t)r] = '\0';
+	return r;
+}
+
 /* Read from @fd until @needle shows up in the accumulated text (or timeout). */
 int wait_output(int fd, char *buf, size_t len, const char *needle, int ms)
 {
-	size_t n = strlen(buf);
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
 	for (int waited = 0; !strstr(buf, needle); waited += 50) {
 		if (waited > ms)
 			return 0;
-		if (poll(&p, 1, 50) == 1) {
-			ssize_t r = read(fd, buf + n, len - 1 - n);
-
-			if (r <= 0)
-				return strstr(buf, needle) != NULL;
-			n += r;
-			buf[n] = '\0';
-		}
+		read_more(fd, buf, len, 50);
 	}
 	return 1;
+}
+
+void read_until_quiet(int fd, char *buf, size_t len, int quiet_ms)
+{
+	while (read_more(fd, buf, len, quiet_ms) > 0)
+		;
 }

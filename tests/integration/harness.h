@@ -70,6 +70,8 @@ void netns_switch(const char *ns);
 pid_t spawn_sh(const char *cmd, int *out);
 /* Read @fd into @buf until @needle shows up in the text read so far; 0 on timeout. */
 int wait_output(int fd, char *buf, size_t len, const char *needle, int ms);
+/* Append what @fd has written to @buf until it stays quiet for @quiet_ms (0: what is there now). */
+void read_until_quiet(int fd, char *buf, size_t len, int quiet_ms);
 
 /* Sweep everything a runner with pid @pid may have left (report hook). */
 void sweep_leftovers(int pid);

@@ -274,6 +274,18 @@ Test(events, type_sets)
 	cr_assert_str_eq(buf, "all");
 	lism_event_types_format(0, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "none");
+	lism_event_types_format(LISM_EV_TYPE(0), buf, sizeof(buf));
+	cr_assert_str_eq(buf, "none", "type 0 is no type");
+	buf[0] = 'x';
+	lism_event_types_format(LISM_EV_ALL, buf, 0);
+	cr_assert_eq(buf[0], 'x', "nothing written into no room");
+	/* the names of messages and help are the names parsed, in order */
+	char names[128] = "";
+
+	for (unsigned int t = 1; t < LISM_EV_MAX; t++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", t > 1 ? ", " : "",
+			 lism_event_name(t));
+	cr_assert_str_eq(names, LISM_EV_NAMES);
 	m = 7;
 	cr_assert_neq(lism_event_types_parse("", &m), 0);
 	cr_assert_neq(lism_event_types_parse(",", &m), 0);
@@ -331,6 +343,7 @@ Test(summary, only_what_moved)
 	/* a `lism stats reset` in between: what moved counts from zero */
 	b = a;
 	memset(b.stats, 0, sizeof(b.stats));
+	memset(b.reasons, 0, sizeof(b.reasons));
 	b.stats[LISM_S_CONFIRMS] = 2;
 	b.stats[LISM_S_EVENTS_LOST] = 5;
 	cr_assert_eq(lism_summary_diff(&a, &b, 60, &s), 1);
@@ -339,6 +352,17 @@ Test(summary, only_what_moved)
 	lism_summary_format(&s, line, sizeof(line));
 	cr_assert(strstr(line, "0 fallbacks, 0 closed"), "no reasons, no parentheses: %s", line);
 	cr_assert(strstr(line, "; 5 events lost"), "%s", line);
+	/* every counter from zero after a reset, also one that has grown past its old value since */
+	b = a;
+	memset(b.stats, 0, sizeof(b.stats));
+	memset(b.reasons, 0, sizeof(b.reasons));
+	b.stats[LISM_S_CONFIRMS] = 150;
+	b.stats[LISM_S_FALLBACKS] = 2;
+	b.reasons[LISM_R_BLOCKING] = 2;
+	cr_assert_eq(lism_summary_diff(&a, &b, 60, &s), 1);
+	cr_assert_eq(s.confirms, 150u, "not 150 - 100");
+	cr_assert_eq(s.fallbacks, 2u);
+	cr_assert_eq(s.reasons[LISM_R_BLOCKING], 2u);
 	/* a line that does not fit is cut, not overrun */
 	lism_summary_format(&s, line, 40);
 	cr_assert_eq(strlen(line), 39u);
