@@ -524,7 +524,7 @@ set grid ytics
     if os.path.getsize(os.path.join(OUT, "ratios.dat")):
         script += """
 set output '{out}/ratios.png'
-set title 'Speed-up over plain TCP (medians; latency and us/conn inverted so higher is better)'
+set title 'Speed-up over plain TCP (median of the per-round ratios; latency and us/conn inverted so higher is better)'
 set style data histograms
 set style histogram clustered gap 1
 set boxwidth 0.9
