@@ -28,6 +28,8 @@ enum lism_conn_mode lism_conn_mode(const struct lism_conn *c, unsigned int *reas
 void lism_conn_mode_str(const struct lism_conn *c, char *buf, size_t len);
 /* "127.0.0.1:80" or "[::1]:80" */
 void lism_fmt_endpoint(const __u8 addr[16], __u16 port, char *buf, size_t len);
+/* The address alone: "127.0.0.1", "::1" (v4-mapped shown as IPv4). */
+void lism_fmt_addr(const __u8 addr[16], char *buf, size_t len);
 /* {"addr": "127.0.0.1", "port": 80} */
 struct json_object *lism_json_endpoint(const __u8 addr[16], __u16 port);
 /* "0x8000beef00000007": tokens as strings, JSON numbers lose 64-bit precision */

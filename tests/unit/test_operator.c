@@ -155,6 +155,35 @@ Test(conns, endpoints)
 	a[15] = 1;
 	lism_fmt_endpoint(a, 443, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "[::1]:443");
+	v4(a, 0, 0, 0, 0);
+	lism_fmt_endpoint(a, 0, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "0.0.0.0:0");
+	v4(a, 255, 255, 255, 255);
+	lism_fmt_endpoint(a, 65535, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "255.255.255.255:65535");
+	v4(a, 10, 200, 9, 100);
+	lism_fmt_endpoint(a, 8080, buf, 12); /* too short for the longest: cut, never overrun */
+	cr_assert_str_eq(buf, "10.200.9.10");
+	memset(buf, 'x', sizeof(buf));
+	lism_fmt_endpoint(a, 8080, buf, 22);
+	cr_assert_str_eq(buf, "10.200.9.100:8080");
+}
+
+Test(events, time_of_day_per_event)
+{
+	char buf[40];
+	__s64 off = 1795910400ll * 1000000000ll; /* mono 0 = 2026-11-29T00:00:00Z */
+
+	lism_event_time(1999000000ull, off, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "2026-11-29T00:00:01.999Z");
+	lism_event_time(2000000000ull, off, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "2026-11-29T00:00:02.000Z", "the next second");
+	lism_event_time(2500000000ull, off, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "2026-11-29T00:00:02.500Z", "the same second");
+	lism_event_time(86400ull * 1000000000ull + 1000000ull, off, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "2026-11-30T00:00:00.001Z", "the next day");
+	lism_event_time(1000000000ull, off, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "2026-11-29T00:00:01.000Z", "back in time (another reader's clock)");
 }
 
 Test(conns, filters)
@@ -238,15 +267,40 @@ Test(events, format_and_json)
 				"127.0.0.2:80"),
 		  "%s", line);
 	cr_assert(strstr(line, "reason blocking-socket"), "%s", line);
-	struct json_object *made = lism_event_json(&ev, 0);
-
-	o = json_tokener_parse(json_object_to_json_string(made));
-	json_object_put(made);
-	cr_assert_not_null(o);
+	lism_event_json_line(&ev, 0, line, sizeof(line));
+	o = json_tokener_parse(line);
+	cr_assert_not_null(o, "%s", line);
 	cr_assert(json_object_object_get_ex(o, "type", &v));
 	cr_assert_str_eq(json_object_get_string(v), "fallback");
 	cr_assert(json_object_object_get_ex(o, "reason_code", &v));
 	cr_assert_eq(json_object_get_int(v), LISM_R_BLOCKING);
+	json_object_put(o);
+	cr_assert_str_eq(line, "{\"time\":\"1970-01-01T00:00:01.000Z\",\"type\":\"fallback\",\"role\":\"active\","
+			       "\"reason\":\"blocking-socket\",\"reason_code\":6,"
+			       "\"local\":{\"addr\":\"127.0.0.1\",\"port\":5000},"
+			       "\"peer\":{\"addr\":\"127.0.0.2\",\"port\":80},"
+			       "\"token\":\"0x0000000000000000\",\"peer_token\":\"0x0000000000000000\",\"rx_bytes\":0}");
+	/* IPv6, a reaped end (its TCP state), big numbers: still JSON that says the same */
+	memset(ev.laddr, 0, 16);
+	ev.laddr[15] = 1;
+	memset(ev.raddr, 0xfe, 16);
+	ev.type = LISM_EV_REAPED;
+	ev.tcp_state = 7;
+	ev.token = 0x8000000000000001ull;
+	ev.rx_bytes = ~0ull;
+	lism_event_json_line(&ev, 0, line, sizeof(line));
+	o = json_tokener_parse(line);
+	cr_assert_not_null(o, "%s", line);
+	cr_assert(json_object_object_get_ex(o, "local", &v));
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(v, "addr")), "::1");
+	cr_assert(json_object_object_get_ex(o, "peer", &v));
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(v, "addr")),
+			 "fefe:fefe:fefe:fefe:fefe:fefe:fefe:fefe");
+	cr_assert_eq(json_object_get_int(json_object_object_get(v, "port")), 80);
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(o, "token")), "0x8000000000000001");
+	cr_assert_eq(json_object_get_uint64(json_object_object_get(o, "rx_bytes")), ~0ull);
+	cr_assert_eq(json_object_get_int(json_object_object_get(o, "tcp_state")), 7);
+	cr_assert_str_eq(json_object_get_string(json_object_object_get(o, "type")), "reaped");
 	json_object_put(o);
 	for (unsigned int t = LISM_EV_CONFIRM; t <= LISM_EV_ABORT; t++)
 		cr_assert_str_neq(lism_event_name(t), "?");
