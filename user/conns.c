@@ -73,7 +73,7 @@ void lism_fmt_addr(const __u8 addr[16], char *buf, size_t len)
 	if (!len)
 		return;
 	if (!memcmp(addr, v4prefix, 12)) {
-		/* by hand: inet_ntop + snprintf were 4 of an event line's 10 k instructions */
+		/* by hand: inet_ntop + snprintf were 44 % of an event line's 12.7 k instructions */
 		for (int i = 12; i < 16; i++) {
 			p = put_u(p, addr[i]);
 			*p++ = '.';

@@ -245,6 +245,7 @@ static int follow_events(const char *pin_path, const struct lism_events_opts *eo
 		if (*st != FOLLOWING)
 			printf("lism: following the events again\n");
 		*st = FOLLOWING;
+		fflush(stdout);
 		return 0;
 	}
 	if (err == -EBUSY) {
@@ -252,6 +253,7 @@ static int follow_events(const char *pin_path, const struct lism_events_opts *eo
 			printf("lism: another reader follows the events (lism events?); logging them once it "
 			       "has gone\n");
 		*st = HELD;
+		fflush(stdout);
 		return 0;
 	}
 	if (starting) {
@@ -261,6 +263,7 @@ static int follow_events(const char *pin_path, const struct lism_events_opts *eo
 	if (*st != FAILING)
 		lism_err("following the events failed: %s; trying again", strerror(-err));
 	*st = FAILING;
+	fflush(stdout);
 	return 0;
 }
 

@@ -14,6 +14,9 @@
 /* Event time (bpf_ktime_get_ns, CLOCK_MONOTONIC) as wall clock: ISO 8601 UTC with ms. */
 void lism_event_time(__u64 mono_ns, __s64 mono_to_real_ns, char *buf, size_t len);
 void lism_event_format(const struct lism_event *ev, __s64 mono_to_real_ns, char *buf, size_t len);
+/* Room for the longest event line, text or JSON (tested), with its NUL */
+#define LISM_EVENT_LINE_MAX 512
+
 /* One event as a line of JSON (no newline). */
 void lism_event_json_line(const struct lism_event *ev, __s64 mono_to_real_ns, char *buf, size_t len);
 /* CLOCK_REALTIME - CLOCK_MONOTONIC, now. */

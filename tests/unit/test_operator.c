@@ -167,6 +167,59 @@ Test(conns, endpoints)
 	memset(buf, 'x', sizeof(buf));
 	lism_fmt_endpoint(a, 8080, buf, 22);
 	cr_assert_str_eq(buf, "10.200.9.100:8080");
+	/* cut like snprintf: len 0 writes nothing, 1 an empty string; never a byte at buf[len] */
+	static const struct { size_t len; const char *want; } cuts[] = {
+		{ 1, "" }, { 2, "1" }, { 17, "10.200.9.100:808" }, { 18, "10.200.9.100:8080" },
+	};
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		memset(buf, 'x', sizeof(buf));
+		lism_fmt_endpoint(a, 8080, buf, cuts[i].len);
+		cr_assert_str_eq(buf, cuts[i].want, "len %zu", cuts[i].len);
+		cr_assert_eq(buf[cuts[i].len], 'x', "len %zu: wrote past it", cuts[i].len);
+	}
+	memset(buf, 'x', sizeof(buf));
+	lism_fmt_endpoint(a, 8080, buf, 0);
+	cr_assert_eq(buf[0], 'x');
+	memset(buf, 'x', sizeof(buf));
+	lism_fmt_addr(a, buf, 5);
+	cr_assert_str_eq(buf, "10.2");
+	cr_assert_eq(buf[5], 'x');
+	/* the longest: a full IPv6 address and port; an IPv4-compatible one stays IPv6 */
+	memset(a, 0xff, 16);
+	lism_fmt_endpoint(a, 65535, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535");
+	memset(a, 0, 16);
+	a[12] = 10;
+	a[15] = 1;
+	lism_fmt_endpoint(a, 1, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "[::10.0.0.1]:1");
+}
+
+Test(events, the_longest_line_fits)
+{
+	struct lism_event ev = { .ts_ns = ~0ull >> 2, .type = LISM_EV_REAPED, .role = LISM_ROLE_PASSIVE,
+				 .tcp_state = 255, .lport = 65535, .rport = 65535, .token = ~0ull,
+				 .peer_token = ~0ull, .rx_bytes = ~0ull };
+	char line[LISM_EVENT_LINE_MAX];
+	unsigned int longest = 0;
+	struct json_object *o;
+
+	memset(ev.laddr, 0xff, 16);
+	memset(ev.raddr, 0xff, 16);
+	for (unsigned int r = 0; r < LISM_R_MAX; r++)
+		if (strlen(lism_reason_name(r)) > strlen(lism_reason_name(longest)))
+			longest = r;
+	ev.reason = (__u8)longest;
+	for (unsigned int t = 1; t < LISM_EV_MAX; t++) {
+		ev.type = (__u8)t;
+		lism_event_json_line(&ev, 0, line, sizeof(line));
+		cr_assert_lt(strlen(line), sizeof(line) - 1, "cut: %s", line);
+		o = json_tokener_parse(line);
+		cr_assert_not_null(o, "%s", line);
+		json_object_put(o);
+		lism_event_format(&ev, 0, line, sizeof(line));
+		cr_assert_lt(strlen(line), sizeof(line) - 1, "cut: %s", line);
+	}
 }
 
 Test(events, time_of_day_per_event)
@@ -184,6 +237,11 @@ Test(events, time_of_day_per_event)
 	cr_assert_str_eq(buf, "2026-11-30T00:00:00.001Z", "the next day");
 	lism_event_time(1000000000ull, off, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "2026-11-29T00:00:01.000Z", "back in time (another reader's clock)");
+	/* before 1970 (a clock set wrong): seconds round down, milliseconds stay positive */
+	lism_event_time(500000000ull, -2000000000ll, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "1969-12-31T23:59:58.500Z");
+	lism_event_time(500000000ull, -1000000000ll, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "1969-12-31T23:59:59.500Z");
 }
 
 Test(conns, filters)
