@@ -85,7 +85,7 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		st[LISM_S_STREAM_HOLDS]);
 	counter(f, "lism_stream_tcp_sends_total", "Sends kept on TCP while their direction streamed.",
 		st[LISM_S_STREAM_TCP]);
-	counter(f, "lism_events_lost_total", "Lifecycle events dropped because the ring buffer was full.",
+	counter(f, "lism_events_lost_total", "Lifecycle events a reader followed but did not take in time (ring buffer full).",
 		st[LISM_S_EVENTS_LOST]);
 	family(f, "lism_shortcut_send_size_bytes", "histogram", "Sizes of sends through the shortcut.");
 	for (unsigned int b = 0; b < LISM_HIST_BUCKETS; b++) {

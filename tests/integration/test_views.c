@@ -598,6 +598,8 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	cr_assert_eq(metric(body, "lism_confirms_total"), 0);
 	cr_assert_eq(metric(body, "lism_fallbacks_total{reason=\"max-dmb\",code=\"4\"}"), 0);
 	cr_assert_eq(metric(body, "lism_active"), 1);
+	cr_assert_eq(metric(body, "lism_short_connections_total"), 0);
+	cr_assert_eq(metric(body, "lism_events_lost_total"), 0);
 
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
