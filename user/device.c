@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "device.h"
 #include "log.h"
 #include "pins.h"
@@ -203,6 +204,22 @@ int lism_shortcut_map_count(const struct lism_instance *in, __u32 limit, __u32 *
 	return *out >= limit || errno == ENOENT ? 0 : -errno;
 }
 
+/* The event types whose lease runs now (abi.h); 0 when unreadable. */
+static __u32 events_followed(const char *pin_path)
+{
+	__u64 until, now = lism_mono_ns();
+	__u32 mask = 0;
+	int fd = lism_pin_open(pin_path, "event_readers");
+
+	if (fd < 0)
+		return 0;
+	for (__u32 t = 1; t < LISM_EV_MAX; t++)
+		if (!bpf_map_lookup_elem(fd, &t, &until) && until > now)
+			mask |= LISM_EV_TYPE(t);
+	close(fd);
+	return mask;
+}
+
 int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
 {
 	char path[PATH_MAX];
@@ -224,6 +241,8 @@ int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
 		err = scan_table(in, s->dev.capacity, &s->confirmed, &s->shortcut_sockets);
 	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_SOCKOPS))
 		s->attached = access(path, F_OK) == 0;
+	if (!err)
+		s->events_followed = events_followed(in->pin_path);
 	return err;
 }
 

@@ -33,6 +33,7 @@ struct lism_snapshot {
 	__u32 confirmed;        /* connections with both ends CONFIRMED */
 	__u32 shortcut_sockets; /* ends that joined the shortcut map (READY or CONFIRMED entries) */
 	int attached;           /* the cgroup link is pinned */
+	__u32 events_followed;  /* LISM_EV_TYPE() mask of the event types a reader holds a lease on */
 };
 
 /* Open an instance's pins; -ENOENT if nothing is loaded at @pin_path, -EPROTO if another layout. */

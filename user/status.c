@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "event_types.h"
 #include "fastpath.h"
 #include "format.h"
 #include "log.h"
@@ -40,6 +41,15 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 	else
 		fprintf(f, "on (window %u ms, %llu connections skipped)\n", s->dev.churn_window_ms,
 			(unsigned long long)s->reasons[LISM_R_SHORT_LIVED]);
+	if (s->events_followed) {
+		char types[128];
+
+		lism_event_types_format(s->events_followed, types, sizeof(types));
+		fprintf(f, "  events: followed by a reader (%s), %llu lost\n", types,
+			(unsigned long long)s->stats[LISM_S_EVENTS_LOST]);
+	} else {
+		fprintf(f, "  events: nobody follows them (none emitted)\n");
+	}
 }
 
 static void add_u64(struct json_object *o, const char *k, __u64 v)
@@ -89,6 +99,12 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	add_u64(o, "dmb_full", s->stats[LISM_S_DMB_FULL]);
 	add_u64(o, "redirect_miss", s->stats[LISM_S_REDIRECT_MISS]);
 	add_u64(o, "events_lost", s->stats[LISM_S_EVENTS_LOST]);
+	{
+		char types[128];
+
+		lism_event_types_format(s->events_followed, types, sizeof(types));
+		json_object_object_add(o, "events_followed", json_object_new_string(types));
+	}
 	for (unsigned int r = 1; r < LISM_R_MAX; r++)
 		add_u64(reasons, lism_reason_name(r), s->reasons[r]);
 	json_object_object_add(o, "fallback_reasons", reasons);

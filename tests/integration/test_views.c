@@ -364,6 +364,12 @@ Test(views, events_are_emitted_only_for_a_reader_and_the_types_it_follows)
 	/* one reader at a time: a second would split the ring's events with it */
 	cr_assert_neq(lism_out(&e, "events", buf2, sizeof(buf2)), 0);
 	cr_assert(strstr(buf2, "another reader follows them"), "%s", buf2);
+	/* lism status says who holds what */
+	j = lism_json("status -j");
+	cr_assert_str_eq(jstr(j, "events_followed"), "fallback");
+	json_object_put(j);
+	cr_assert_eq(lism_out(&e, "status", buf2, sizeof(buf2)), 0);
+	cr_assert(strstr(buf2, "events: followed by a reader (fallback), 0 lost"), "%s", buf2);
 	/* longer than a lease: the reader keeps renewing it */
 	usleep(LISM_EVENTS_LEASE_NS / 1000 + 500000);
 	buf[0] = '\0';
@@ -398,6 +404,9 @@ Test(views, events_are_emitted_only_for_a_reader_and_the_types_it_follows)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	fallback_connection(l, port);
 	cr_assert_eq(ring_events(), 0, "events after the reader stopped");
+	j = lism_json("status -j");
+	cr_assert_str_eq(jstr(j, "events_followed"), "none");
+	json_object_put(j);
 	j = lism_json("stats -j");
 	cr_assert_eq(jnum(j, "events_lost"), 0);
 	json_object_put(j);
