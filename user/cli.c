@@ -343,8 +343,10 @@ static int parse_positional(struct lism_opts *o, int n, char **args, char *err, 
 		if (n != 2)
 			return fail(err, errlen,
 				    "set: expected 'active on|off', 'max-dmbs N' or 'churn-detect on|off'");
-		if (!strcmp(args[0], "active") || !strcmp(args[0], "churn-detect")) {
-			o->set_key = !strcmp(args[0], "active") ? LISM_SET_ACTIVE : LISM_SET_CHURN_DETECT;
+		int active = !strcmp(args[0], "active");
+
+		if (active || !strcmp(args[0], "churn-detect")) {
+			o->set_key = active ? LISM_SET_ACTIVE : LISM_SET_CHURN_DETECT;
 			if (!strcmp(args[1], "on"))
 				o->set_value = 1;
 			else if (!strcmp(args[1], "off"))

@@ -41,6 +41,8 @@ enum lism_cmd {
 #define LISM_DEFAULT_METRICS_ADDR "127.0.0.1:9435"
 #define LISM_DEFAULT_LOG_INTERVAL 60 /* seconds: lism run's summary line */
 #define LISM_MAX_LOG_INTERVAL 86400
+/* lism run logs no event unless told (its summary counts them), so that lism events can follow them */
+#define LISM_EV_DAEMON_DEFAULT 0u
 
 enum lism_set_key {
 	LISM_SET_NONE = 0,

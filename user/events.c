@@ -263,19 +263,14 @@ int lism_events_open(const char *pin_path, const struct lism_events_opts *o, FIL
 	ev->out = out;
 	ev->mono_to_real = lism_mono_to_real_ns();
 	ev->window_ns = lism_mono_ns();
-	err = -ENAMETOOLONG;
-	if (lism_pin_join(path, sizeof(path), pin_path, "events"))
+	ev->map_fd = err = lism_pin_open(pin_path, "events");
+	if (err < 0)
 		goto fail;
-	ev->map_fd = bpf_obj_get(path);
-	err = -errno;
-	if (ev->map_fd < 0)
+	ev->readers_fd = err = lism_pin_open(pin_path, "event_readers");
+	if (err < 0)
 		goto fail;
 	err = -ENAMETOOLONG;
 	if (lism_pin_join(path, sizeof(path), pin_path, "event_readers"))
-		goto fail;
-	ev->readers_fd = bpf_obj_get(path);
-	err = -errno;
-	if (ev->readers_fd < 0)
 		goto fail;
 	/*
 	 * A ring buffer has one consumer position: two readers would split the

@@ -17,13 +17,13 @@ static int by_count(const void *a, const void *b)
 	return (int)x->code - (int)y->code;
 }
 
-int lism_top_reasons(const struct lism_snapshot *s, struct lism_reason_count out[LISM_R_MAX])
+int lism_top_reasons(const __u64 reasons[LISM_R_MAX], struct lism_reason_count out[LISM_R_MAX])
 {
 	int n = 0;
 
 	for (unsigned int r = 1; r < LISM_R_MAX; r++)
-		if (s->reasons[r])
-			out[n++] = (struct lism_reason_count){ .code = r, .count = s->reasons[r] };
+		if (reasons[r])
+			out[n++] = (struct lism_reason_count){ .code = r, .count = reasons[r] };
 	qsort(out, n, sizeof(*out), by_count);
 	return n;
 }
@@ -47,7 +47,7 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 {
 	struct lism_reason_count top[LISM_R_MAX];
 	char label[64], bytes[32];
-	int n = lism_top_reasons(s, top);
+	int n = lism_top_reasons(s->reasons, top);
 	const __u64 *st = s->stats;
 
 	fprintf(f, "Connections\n");
@@ -102,7 +102,7 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	struct json_object *o = json_object_new_object(), *reasons = json_object_new_array(),
 			   *sizes = json_object_new_array();
 	struct lism_reason_count top[LISM_R_MAX];
-	int n = lism_top_reasons(s, top);
+	int n = lism_top_reasons(s->reasons, top);
 	const __u64 *st = s->stats;
 
 	add_u64(o, "confirmed_now", s->confirmed);

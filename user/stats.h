@@ -15,7 +15,7 @@ struct lism_reason_count {
 };
 
 /* Reasons with a non-zero count, most frequent first (ties by code); returns how many. */
-int lism_top_reasons(const struct lism_snapshot *s, struct lism_reason_count out[LISM_R_MAX]);
+int lism_top_reasons(const __u64 reasons[LISM_R_MAX], struct lism_reason_count out[LISM_R_MAX]);
 /* "<= 64 B", "<= 1.0 KiB", "> 1.0 MiB" */
 void lism_hist_label(unsigned int bucket, char *buf, size_t len);
 

@@ -4,6 +4,7 @@
 
 #include "format.h"
 #include "reason.h"
+#include "stats.h"
 #include "summary.h"
 
 /* A `lism stats reset` in between: some counter went back. */
@@ -46,25 +47,6 @@ int lism_summary_diff(const struct lism_snapshot *prev, const struct lism_snapsh
 	       out->tcp_bytes || out->events_lost;
 }
 
-/* Reasons that moved, most first (ties by code), like lism stats. */
-static int top_reasons(const struct lism_summary *s, unsigned int order[LISM_R_MAX])
-{
-	int n = 0;
-
-	for (unsigned int r = 1; r < LISM_R_MAX; r++) {
-		int i = n;
-
-		if (!s->reasons[r])
-			continue;
-		n++;
-		while (i > 0 && s->reasons[order[i - 1]] < s->reasons[r]) {
-			order[i] = order[i - 1];
-			i--;
-		}
-		order[i] = r;
-	}
-	return n;
-}
 
 #define APPEND(...)                                                          \
 	do {                                                                 \
@@ -74,9 +56,9 @@ static int top_reasons(const struct lism_summary *s, unsigned int order[LISM_R_M
 
 void lism_summary_format(const struct lism_summary *s, char *buf, size_t len)
 {
-	unsigned int order[LISM_R_MAX];
+	struct lism_reason_count top[LISM_R_MAX];
 	char sc[32], tcp[32];
-	int k = top_reasons(s, order);
+	int k = lism_top_reasons(s->reasons, top);
 	size_t n = 0;
 
 	lism_fmt_bytes(s->shortcut_bytes, sc, sizeof(sc));
@@ -84,8 +66,8 @@ void lism_summary_format(const struct lism_summary *s, char *buf, size_t len)
 	APPEND("lism: last %u s: %llu connections confirmed, %llu fallbacks", s->seconds,
 	       (unsigned long long)s->confirms, (unsigned long long)s->fallbacks);
 	for (int i = 0; i < k; i++)
-		APPEND("%s%s %llu", i ? ", " : " (", lism_reason_name(order[i]),
-		       (unsigned long long)s->reasons[order[i]]);
+		APPEND("%s%s %llu", i ? ", " : " (", lism_reason_name(top[i].code),
+		       (unsigned long long)top[i].count);
 	APPEND("%s, %llu closed, %llu reaped; %s through the shortcut, %s of paired sends over TCP; "
 	       "now %u confirmed, %lld DMBs in use",
 	       k ? ")" : "", (unsigned long long)s->closes, (unsigned long long)s->reaped, sc, tcp,
@@ -97,15 +79,15 @@ void lism_summary_format(const struct lism_summary *s, char *buf, size_t len)
 struct json_object *lism_summary_json(const struct lism_summary *s)
 {
 	struct json_object *o = json_object_new_object(), *r = json_object_new_object();
-	unsigned int order[LISM_R_MAX];
-	int k = top_reasons(s, order);
+	struct lism_reason_count top[LISM_R_MAX];
+	int k = lism_top_reasons(s->reasons, top);
 
 	json_object_object_add(o, "type", json_object_new_string("summary"));
 	json_object_object_add(o, "seconds", json_object_new_int((int)s->seconds));
 	json_object_object_add(o, "confirms", json_object_new_uint64(s->confirms));
 	json_object_object_add(o, "fallbacks", json_object_new_uint64(s->fallbacks));
 	for (int i = 0; i < k; i++)
-		json_object_object_add(r, lism_reason_name(order[i]), json_object_new_uint64(s->reasons[order[i]]));
+		json_object_object_add(r, lism_reason_name(top[i].code), json_object_new_uint64(top[i].count));
 	json_object_object_add(o, "reasons", r);
 	json_object_object_add(o, "closes", json_object_new_uint64(s->closes));
 	json_object_object_add(o, "reaped", json_object_new_uint64(s->reaped));

@@ -176,8 +176,6 @@ enum lism_event_type {
 };
 #define LISM_EV_TYPE(t) (1u << (t)) /* sets of event types (lism events --type) */
 #define LISM_EV_ALL (((1u << LISM_EV_MAX) - 1) & ~1u)
-/* lism run logs no event unless told (its periodic summary counts them), so that lism events can follow */
-#define LISM_EV_DAEMON_DEFAULT 0u
 
 /*
  * Events cost only while somebody reads them.  The "event_readers" map holds,

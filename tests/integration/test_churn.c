@@ -52,14 +52,19 @@ static void assert_short_conns(__u64 want)
 		     (unsigned long long)s.stats[LISM_S_SHORT_CONNS], (unsigned long long)want);
 }
 
+/* Which end closes first, and how. */
+enum closing { SERVER_FIRST, CLIENT_FIRST, CLIENT_RESETS };
+
 /*
  * One connection to @port: @ups sends of 100 bytes from the client, then
- * @downs of 300 from the server, which closes first (as HTTP with
- * Connection: close does) unless @client_first.  Returns whether the
- * connection was confirmed, once its ends have let go of their entries.
+ * @downs of 300 from the server, closed as @how says (the server first is
+ * what HTTP with Connection: close does; a reset is SO_LINGER 0).  Returns
+ * whether the connection was confirmed, once its ends have let go of their
+ * entries.
  */
-static int transfer_closing(int l, int port, int ups, int downs, __u32 seed, int client_first)
+static int transfer_closing(int l, int port, int ups, int downs, __u32 seed, enum closing how)
 {
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 	struct lism_snapshot before, after;
 	int c, s;
 
@@ -76,7 +81,9 @@ static int transfer_closing(int l, int port, int ups, int downs, __u32 seed, int
 		cr_assert_eq(send_all(s, seed + 1, (__u64)i * 300, 300), 0);
 		cr_assert_eq(recv_check(c, seed + 1, (__u64)i * 300, 300, 5000), 0, "send %d down", i);
 	}
-	if (client_first) {
+	if (how == CLIENT_RESETS)
+		cr_assert_eq(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	if (how != SERVER_FIRST) {
 		close(c);
 		close(s);
 	} else {
@@ -89,7 +96,7 @@ static int transfer_closing(int l, int port, int ups, int downs, __u32 seed, int
 
 static int transfer(int l, int port, int ups, int downs, __u32 seed)
 {
-	return transfer_closing(l, port, ups, downs, seed, 0);
+	return transfer_closing(l, port, ups, downs, seed, SERVER_FIRST);
 }
 
 /* A request and its response: a short connection. */
@@ -152,7 +159,7 @@ static void make_it_churn(int l, int port, __u64 *shorts)
 {
 	/* either end may close first: the client scores in LAST_ACK's or TIME_WAIT's CLOSE */
 	for (int i = 0; i < LISM_CHURN_STREAK; i++)
-		cr_assert(transfer_closing(l, port, 1, 1, 100 + i, i % 2),
+		cr_assert(transfer_closing(l, port, 1, 1, 100 + i, i % 2 ? CLIENT_FIRST : SERVER_FIRST),
 			  "connection %d before the streak engages", i);
 	*shorts += LISM_CHURN_STREAK;
 	assert_short_conns(*shorts);
@@ -252,29 +259,6 @@ Test(churn, switched_off_every_connection_engages)
 	close(l);
 }
 
-/* A request and its response, then the client resets the connection (SO_LINGER 0). */
-static int exchange_reset(int l, int port, __u32 seed)
-{
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-	struct lism_snapshot before, after;
-	int c, s;
-
-	snap(&e, &before);
-	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
-	s = tcp_accept(l, 1, 5000);
-	cr_assert(c >= 0 && s >= 0);
-	snap(&e, &after);
-	cr_assert_eq(send_all(c, seed, 0, 100), 0);
-	cr_assert_eq(recv_check(s, seed, 0, 100, 5000), 0);
-	cr_assert_eq(send_all(s, seed + 1, 0, 300), 0);
-	cr_assert_eq(recv_check(c, seed + 1, 0, 300, 5000), 0);
-	cr_assert_eq(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
-	close(c);
-	close(s);
-	wait_released();
-	return after.stats[LISM_S_CONFIRMS] > before.stats[LISM_S_CONFIRMS];
-}
-
 Test(churn, reset_connections_count_and_the_key_is_per_namespace)
 {
 	int port = 0, l, lb;
@@ -287,7 +271,7 @@ Test(churn, reset_connections_count_and_the_key_is_per_namespace)
 	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
 	/* a client that resets its connections is scored at that CLOSE too */
 	for (int i = 0; i < LISM_CHURN_STREAK; i++)
-		cr_assert(exchange_reset(l, port, 600 + i), "connection %d before the streak engages", i);
+		cr_assert(transfer_closing(l, port, 1, 1, 600 + i, CLIENT_RESETS), "connection %d before the streak engages", i);
 	shorts += LISM_CHURN_STREAK;
 	assert_short_conns(shorts);
 	cr_assert(exchange(l, port, 610), "the probe");

@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "harness.h"
+#include "pins.h"
 #include "traffic.h"
 
 static struct env e;
@@ -268,13 +269,10 @@ static int count_event(void *ctx, void *data, size_t size)
 /* Events waiting in the instance's ring buffer (taken out; no lease renewed). */
 static int ring_events(void)
 {
-	char path[PATH_MAX + 16];
+	int fd = lism_pin_open(e.pin, "events"), n = 0;
 	struct ring_buffer *rb;
-	int fd, n = 0;
 
-	snprintf(path, sizeof(path), "%s/events", e.pin);
-	fd = bpf_obj_get(path);
-	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_geq(fd, 0, "events: %s", strerror(-fd));
 	rb = ring_buffer__new(fd, count_event, &n, NULL);
 	cr_assert_not_null(rb);
 	cr_assert_geq(ring_buffer__consume(rb), 0);
@@ -307,30 +305,22 @@ static void confirmed_connection(void)
 	close(s);
 }
 
-static void drain_output(int fd, char *buf, size_t len)
-{
-	read_until_quiet(fd, buf, len, 300);
-}
-
 /* Wait until type @type's lease in the event_readers map runs (a reader has opened). */
 static int wait_lease(__u32 type, int ms)
 {
-	char path[PATH_MAX + 16];
-	struct timespec ts;
+	int fd = lism_pin_open(e.pin, "event_readers");
 	__u64 until = 0;
-	int fd;
 
-	snprintf(path, sizeof(path), "%s/event_readers", e.pin);
+	cr_assert_geq(fd, 0, "event_readers: %s", strerror(-fd));
 	for (int waited = 0; waited <= ms; waited += 20) {
-		fd = bpf_obj_get(path);
-		cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
 		cr_assert_eq(bpf_map_lookup_elem(fd, &type, &until), 0);
-		close(fd);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		if (until > (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec)
+		if (until > lism_mono_ns()) {
+			close(fd);
 			return 0;
+		}
 		usleep(20000);
 	}
+	close(fd);
 	return -1;
 }
 
@@ -383,7 +373,7 @@ Test(views, events_are_emitted_only_for_a_reader_and_the_types_it_follows)
 	confirmed_connection();
 	fallback_connection(l, port);
 	cr_assert_eq(ring_events(), 1, "only the fallback, while the lease of the dead reader runs");
-	drain_output(out, buf, sizeof(buf));
+	read_until_quiet(out, buf, sizeof(buf), 300);
 	close(out);
 	cr_assert_null(strstr(buf, "\"type\":\"confirm\""), "%s", buf);
 	cr_assert_null(strstr(buf, "\"type\":\"close\""), "%s", buf);
@@ -415,7 +405,6 @@ Test(views, events_are_emitted_only_for_a_reader_and_the_types_it_follows)
 
 Test(views, events_wake_the_reader_only_in_bulk)
 {
-	char path[PATH_MAX + 16];
 	struct ring_buffer *rb;
 	__u64 until = lism_mono_ns() + 30ull * 1000000000ull, none = 0;
 	int fd, lfd, n = 0, l, port = 0;
@@ -424,13 +413,11 @@ Test(views, events_wake_the_reader_only_in_bulk)
 	env_up(&e, NULL);
 	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1); /* not under lism */
 	/* this test is the reader: it takes the lease by hand and polls the ring's epoll fd */
-	snprintf(path, sizeof(path), "%s/event_readers", e.pin);
-	lfd = bpf_obj_get(path);
+	lfd = lism_pin_open(e.pin, "event_readers");
 	cr_assert_geq(lfd, 0);
 	for (__u32 t = 1; t < LISM_EV_MAX; t++)
 		cr_assert_eq(bpf_map_update_elem(lfd, &t, &until, BPF_ANY), 0);
-	snprintf(path, sizeof(path), "%s/events", e.pin);
-	fd = bpf_obj_get(path);
+	fd = lism_pin_open(e.pin, "events");
 	cr_assert_geq(fd, 0);
 	rb = ring_buffer__new(fd, count_event, &n, NULL);
 	cr_assert_not_null(rb);
@@ -471,11 +458,11 @@ Test(views, events_a_burst_larger_than_the_ring_reaches_the_reader)
 	}
 	cr_assert_eq(wait_drained(&e, 3000), 0);
 	usleep(2 * LISM_EVENTS_TICK_MS * 1000);
-	drain_output(out, buf, sizeof(buf));
+	read_until_quiet(out, buf, sizeof(buf), 300);
 	kill(child, SIGTERM);
 	waitpid(child, &st, 0);
 	child = -1;
-	drain_output(out, buf, sizeof(buf));
+	read_until_quiet(out, buf, sizeof(buf), 300);
 	close(out);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	for (char *p = buf; (p = strchr(p, '\n')); p++)
@@ -509,7 +496,7 @@ Test(views, run_logs_at_most_its_rate_and_says_what_it_left_out)
 	/* the last second's count comes when that second is over */
 	cr_assert(wait_output(dout, dbuf, sizeof(dbuf), "not logged (at most 100 a second", 3000), "%s", dbuf);
 	usleep(1500000);
-	drain_output(dout, dbuf, sizeof(dbuf));
+	read_until_quiet(dout, dbuf, sizeof(dbuf), 300);
 	kill(child, SIGTERM);
 	waitpid(child, &st, 0);
 	child = -1;

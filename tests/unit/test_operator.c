@@ -303,7 +303,7 @@ Test(stats, reasons_most_frequent_first)
 	s.reasons[LISM_R_BLOCKING] = 5;
 	s.reasons[LISM_R_PEER_NO_LISM] = 9;
 	s.reasons[LISM_R_MAX_DMB] = 5;
-	cr_assert_eq(lism_top_reasons(&s, top), 3);
+	cr_assert_eq(lism_top_reasons(s.reasons, top), 3);
 	cr_assert_eq(top[0].code, LISM_R_PEER_NO_LISM);
 	cr_assert_eq(top[1].code, LISM_R_MAX_DMB, "ties by code");
 	cr_assert_eq(top[2].code, LISM_R_BLOCKING);
@@ -428,7 +428,9 @@ Test(summary, only_what_moved)
 	b.reasons[LISM_R_PEER_NO_LISM] = 4;
 	b.stats[LISM_S_CLOSES] = 9;
 	b.stats[LISM_S_SC_BYTES] = (1 << 20) + (3 << 20);
+	b.stats[LISM_S_SHORT_CONNS] = 2;
 	cr_assert_eq(lism_summary_diff(&a, &b, 60, &s), 1);
+	cr_assert_eq(s.short_conns, 2u);
 	cr_assert_eq(s.confirms, 12u);
 	cr_assert_eq(s.fallbacks, 5u);
 	cr_assert_eq(s.reasons[LISM_R_BLOCKING], 1u);
@@ -450,6 +452,8 @@ Test(summary, only_what_moved)
 	cr_assert(json_object_object_get_ex(j, "reasons", &r));
 	cr_assert(json_object_object_get_ex(r, "peer-no-lism", &v));
 	cr_assert_eq(json_object_get_int64(v), 4);
+	cr_assert(json_object_object_get_ex(j, "short_conns", &v));
+	cr_assert_eq(json_object_get_int64(v), 2);
 	json_object_put(j);
 
 	/* a `lism stats reset` in between: what moved counts from zero */
