@@ -91,4 +91,30 @@ static __always_inline __u64 dmb_release(struct lism_dmb *e, __u64 token)
 	return peer;
 }
 
+/* Release a passive entry that never established (nobody else can find it). */
+static __always_inline void release_unestablished(__u64 rtoken)
+{
+	struct lism_dmb *re = dmb_by_token(rtoken);
+
+	if (!re || __sync_val_compare_and_swap(&re->state, LISM_ST_ACCEPTED, LISM_ST_CLOSED) !=
+			   LISM_ST_ACCEPTED)
+		return;
+	/* The slot may have been released and taken again between the two reads. */
+	if (__sync_fetch_and_add(&re->token, 0) != rtoken) {
+		__sync_val_compare_and_swap(&re->state, LISM_ST_CLOSED, LISM_ST_ACCEPTED);
+		return;
+	}
+	dmb_release(re, rtoken);
+}
+
+/* Release an end's own entry; an active end also takes an unestablished answer with it. */
+static __always_inline void release_own(struct lism_dmb *e, __u64 token)
+{
+	__u8 role = e->role;
+	__u64 peer = dmb_release(e, token);
+
+	if (role == LISM_ROLE_ACTIVE && peer)
+		release_unestablished(peer);
+}
+
 #endif

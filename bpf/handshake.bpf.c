@@ -17,7 +17,7 @@
  * tokens to be live entries of this kernel's table naming each other, so a
  * packet from elsewhere cannot complete it.
  */
-#include "dmb.bpf.h"
+#include "sweep.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -127,32 +127,6 @@ static __always_inline struct lism_dmb *dmb_alloc(const struct lism_device *d, _
 	__builtin_memcpy(e->raddr, r.w, 16);
 	dmb_publish(d, e, slot, role);
 	return e;
-}
-
-/* Release a passive entry that never established (nobody else can find it). */
-static __always_inline void release_unestablished(__u64 rtoken)
-{
-	struct lism_dmb *re = dmb_by_token(rtoken);
-
-	if (!re || __sync_val_compare_and_swap(&re->state, LISM_ST_ACCEPTED, LISM_ST_CLOSED) !=
-			   LISM_ST_ACCEPTED)
-		return;
-	/* The slot may have been released and taken again between the two reads. */
-	if (__sync_fetch_and_add(&re->token, 0) != rtoken) {
-		__sync_val_compare_and_swap(&re->state, LISM_ST_CLOSED, LISM_ST_ACCEPTED);
-		return;
-	}
-	dmb_release(re, rtoken);
-}
-
-/* Release an end's own entry; an active end also takes an unestablished answer with it. */
-static __always_inline void release_own(struct lism_dmb *e, __u64 token)
-{
-	__u8 role = e->role;
-	__u64 peer = dmb_release(e, token);
-
-	if (role == LISM_ROLE_ACTIVE && peer)
-		release_unestablished(peer);
 }
 
 /* This end is closed: forget its entry in its socket storage. */
@@ -322,6 +296,20 @@ static __always_inline void churn_score(struct bpf_sock_ops *s, const struct lis
 	}
 }
 
+/*
+ * Publish the socket that owns @slot's entry: its address (the peer's
+ * sender reads it) and its cookie (the backstop and the sweep tell by both
+ * whether the entry's socket is still the one alive at that address).
+ */
+static __always_inline void set_owner(struct bpf_sock_ops *s, struct lism_dmb *e, __u32 slot)
+{
+	__u64 owner = (__u64)s->sk;
+
+	bpf_map_update_elem(&dmb_owner, &slot, &owner, BPF_ANY);
+	e->cookie = bpf_get_socket_cookie(s);
+	sweep_arm();
+}
+
 static void on_connect(struct bpf_sock_ops *s)
 {
 	struct lism_device *d = lism_dev();
@@ -376,6 +364,7 @@ static void on_connect(struct bpf_sock_ops *s)
 		e->isn = tp->write_seq; /* the SYN about to go out carries it */
 	st->token = e->token;
 	st->slot = lism_token_slot(e->token);
+	set_owner(s, e, st->slot); /* from now on the sweep covers it */
 	st->state = LISM_ST_PROPOSED;
 	st->reason = LISM_R_NONE;
 	stat_add(LISM_S_PROPOSALS_SENT, 1);
@@ -614,18 +603,18 @@ static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b)
 	emit_event(LISM_EV_CONFIRM, LISM_R_NONE, a);
 }
 
-/* Join the shortcut map under our own token and publish our address. */
+/* Join the shortcut map under our own token. */
 static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device *d,
 				struct lism_dmb *e, struct lism_sk *st)
 {
-	__u64 key = st->token, owner = (__u64)s->sk;
+	__u64 key = st->token;
 
 	if (bpf_sock_hash_update(s, &shortcut, &key, BPF_NOEXIST))
 		return -1;
 	st->flags = ((d->flags & LISM_DEV_F_ALLOW_BLOCKING) ? LISM_SKF_ALLOW_BLOCKING : 0) |
 		    ((d->flags & LISM_DEV_F_NO_STREAM_DETECT) ? LISM_SKF_NO_STREAM_DETECT : 0);
-	bpf_map_update_elem(&dmb_owner, &st->slot, &owner, BPF_ANY);
-	e->cookie = bpf_get_socket_cookie(s);
+	if (st->role == LISM_ROLE_PASSIVE) /* the active end published itself at connect() */
+		set_owner(s, e, st->slot);
 	return 0;
 }
 
@@ -873,7 +862,7 @@ int lism_destroy(__u64 *ctx)
 		/*
 		 * The socket may have forgotten its token while the entry stayed:
 		 * the entry of its slot is still its own if it carries its cookie
-		 * (set when it joined; cookies are never reused).
+		 * (set when it took or joined it; cookies are never reused).
 		 */
 		e = dmb_get(st->slot);
 		if (!e || !e->cookie || e->cookie != bpf_get_socket_cookie(sk))

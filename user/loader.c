@@ -229,6 +229,26 @@ static struct bpf_link *attach_backstop(struct lism_bpf *skel, const char *dir, 
 }
 
 /*
+ * The sweep's timer runs the callback of the program that armed it.
+ * Writing its map value cancels the timer (the kernel frees a timer on
+ * update); the next socket that joins arms it again, now with the new
+ * program's callback.
+ */
+static int restart_sweep(struct lism_bpf *skel)
+{
+	size_t size = bpf_map__value_size(skel->maps.sweep);
+	__u32 zero = 0;
+	void *blank = calloc(1, size);
+	int err = blank ? bpf_map__update_elem(skel->maps.sweep, &zero, sizeof(zero), blank, size, 0)
+			: -ENOMEM;
+
+	free(blank);
+	if (err)
+		lism_err("restarting the sweep with the new program failed: %s", strerror(-err));
+	return err;
+}
+
+/*
  * lism load --upgrade: new programs over a running instance of the same
  * layout.  The maps are the pinned ones (libbpf reuses them), so state,
  * GID, settings and every connection stay.  The cgroup link switches to the
@@ -303,6 +323,8 @@ static int upgrade(const struct lism_opts *o)
 	}
 	destroy_link = attach_backstop(skel, o->pin_path, 1);
 	if (!destroy_link || pin_programs(skel, o->pin_path, 1))
+		goto out;
+	if (restart_sweep(skel))
 		goto out;
 	printf("lism: upgraded the programs at %s (state, settings and connections kept)\n",
 	       o->pin_path);

@@ -59,6 +59,10 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 	counter(f, "lism_reaped_orphans_total",
 		"Reaped DMBs whose socket no longer named them (found by slot and socket cookie).",
 		st[LISM_S_REAPED_ORPHANS]);
+	counter(f, "lism_reaped_gone_total",
+		"DMBs the sweep released: their socket was freed and neither its close nor its destroy was seen.",
+		st[LISM_S_REAPED_GONE]);
+	counter(f, "lism_sweeps_total", "Full passes of the sweep over the DMB table.", st[LISM_S_SWEEPS]);
 	counter(f, "lism_token_lost_total", "Closes (FIN_WAIT1, LAST_ACK, CLOSE) of sockets whose token named no DMB entry.",
 		st[LISM_S_TOKEN_LOST]);
 	counter(f, "lism_short_connections_total",

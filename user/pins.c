@@ -66,7 +66,7 @@ int lism_pin_open(const char *dir, const char *name)
 /* Every name lism pins: the object's maps, its programs and its link. */
 static const char *const pin_names[] = {
 	"device", "usage", "dmbs", "dmb_owner", "dmb_free", "shortcut", "socks", "stats",
-	"reasons", "sizes", "scope", "ports", "churn", "events", "event_readers",
+	"reasons", "sizes", "scope", "ports", "churn", "events", "event_readers", "sweep",
 	LISM_PIN_PROG_SOCKOPS, LISM_PIN_PROG_MSG, LISM_PIN_PROG_ITER, LISM_PIN_LINK_SOCKOPS,
 	LISM_PIN_LINK_DESTROY,
 };

@@ -57,6 +57,7 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "DMBs released by close", (unsigned long long)st[LISM_S_CLOSES]);
 	fprintf(f, ROW, "  reaped at socket destroy", (unsigned long long)st[LISM_S_REAPED]);
 	fprintf(f, ROW, "    whose socket lost its token", (unsigned long long)st[LISM_S_REAPED_ORPHANS]);
+	fprintf(f, ROW, "  reaped by the sweep (socket gone)", (unsigned long long)st[LISM_S_REAPED_GONE]);
 	fprintf(f, ROW, "closes with a lost token", (unsigned long long)st[LISM_S_TOKEN_LOST]);
 	fprintf(f, ROW, "short (churn detection)", (unsigned long long)st[LISM_S_SHORT_CONNS]);
 	fprintf(f, "  %-34s %lld / %u (high-water %lld, %.1f%% in use)\n", "DMBs in use / max",
@@ -111,6 +112,8 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	add_u64(o, "closes", st[LISM_S_CLOSES]);
 	add_u64(o, "reaped", st[LISM_S_REAPED]);
 	add_u64(o, "reaped_orphans", st[LISM_S_REAPED_ORPHANS]);
+	add_u64(o, "reaped_gone", st[LISM_S_REAPED_GONE]);
+	add_u64(o, "sweeps", st[LISM_S_SWEEPS]);
 	add_u64(o, "token_lost", st[LISM_S_TOKEN_LOST]);
 	add_u64(o, "short_conns", st[LISM_S_SHORT_CONNS]);
 	add_u64(o, "dmbs_in_use", s->usage.dmbs_in_use > 0 ? (__u64)s->usage.dmbs_in_use : 0);

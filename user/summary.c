@@ -34,7 +34,7 @@ int lism_summary_diff(const struct lism_snapshot *prev, const struct lism_snapsh
 	out->confirms = b[LISM_S_CONFIRMS] - a[LISM_S_CONFIRMS];
 	out->fallbacks = b[LISM_S_FALLBACKS] - a[LISM_S_FALLBACKS];
 	out->closes = b[LISM_S_CLOSES] - a[LISM_S_CLOSES];
-	out->reaped = b[LISM_S_REAPED] - a[LISM_S_REAPED];
+	out->reaped = b[LISM_S_REAPED] + b[LISM_S_REAPED_GONE] - a[LISM_S_REAPED] - a[LISM_S_REAPED_GONE];
 	out->short_conns = b[LISM_S_SHORT_CONNS] - a[LISM_S_SHORT_CONNS];
 	out->shortcut_bytes = b[LISM_S_SC_BYTES] - a[LISM_S_SC_BYTES];
 	out->tcp_bytes = b[LISM_S_TCP_BYTES] - a[LISM_S_TCP_BYTES];

@@ -12,7 +12,7 @@
 #include "cursor.h"
 #include "stream.h"
 
-#define LISM_LAYOUT_VERSION 4
+#define LISM_LAYOUT_VERSION 5
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -190,6 +190,14 @@ enum lism_event_type {
 #define LISM_EVENTS_TICK_MS 200
 #define LISM_EVENTS_LEASE_NS (2000ull * 1000 * 1000)
 
+/*
+ * The sweep (bpf/sweep.bpf.h): a BPF timer visits LISM_SWEEP_SLOTS_PER_TICK
+ * slots of the DMB table every LISM_SWEEP_TICK_MS while any DMB is in use,
+ * and gives back the entries whose socket no longer exists.
+ */
+#define LISM_SWEEP_TICK_MS 200
+#define LISM_SWEEP_SLOTS_PER_TICK 4096
+
 struct lism_event {
 	__u64 ts_ns;
 	__u64 token;
@@ -228,6 +236,8 @@ enum lism_stat {
 	LISM_S_REAPED_ORPHANS,  /* of those, entries whose socket had forgotten their token */
 	LISM_S_TOKEN_LOST,      /* closing state changes (FIN_WAIT1, LAST_ACK, CLOSE) whose token named no entry */
 	LISM_S_SHORT_CONNS,     /* confirmed connections whose active end closed having moved little (churn.h) */
+	LISM_S_REAPED_GONE,     /* DMBs the sweep released: their socket was freed and nothing saw it close */
+	LISM_S_SWEEPS,          /* full passes of the sweep over the DMB table */
 	LISM_S_MAX
 };
 

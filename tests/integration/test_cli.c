@@ -246,6 +246,12 @@ Test(cli, upgrade_in_place_mid_transfer)
 	cr_assert(r.ok, "%s", r.why);
 	snap(&e, &after);
 	cr_assert_eq(after.confirmed, 2, "a connection after the upgrade did not pair");
+	/* the upgrade stopped the old program's sweep; the new connection armed the new one's */
+	usleep((LISM_SWEEP_TICK_MS * 3 + 100) * 1000);
+	snap(&e, &before);
+	usleep((LISM_SWEEP_TICK_MS * 3 + 100) * 1000);
+	snap(&e, &after);
+	cr_assert_gt(after.stats[LISM_S_SWEEPS], before.stats[LISM_S_SWEEPS], "no sweep after the upgrade");
 	close(c);
 	close(s);
 	close(c2);

@@ -315,6 +315,49 @@ Test(shortcut, closes_the_handshake_missed_are_reaped_at_destroy)
 }
 
 /*
+ * The sweep: sockets freed while neither the handshake program nor the
+ * destroy backstop could see it (both links gone under a confirmed pair)
+ * leave entries whose recorded socket no longer exists; the sweep finds
+ * them and gives them back, counted apart from the backstop's.
+ */
+Test(shortcut, entries_whose_socket_vanished_unseen_are_swept)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+	char path[PATH_MAX + 32];
+	struct lism_snapshot s;
+	int c, sv, link = pair_and_pin(23, &c, &sv, "link_sockops");
+
+	cr_assert_eq(bpf_link_detach(link), 0, "detach the cgroup link: %s", strerror(errno));
+	close(link);
+	/*
+	 * A tracing link cannot be detached; it goes with its last reference,
+	 * the pin (released by a deferred work item: wait until its id is gone).
+	 */
+	snprintf(path, sizeof(path), "%s/link_destroy", e.pin);
+	link = bpf_obj_get(path);
+	cr_assert_geq(link, 0, "open %s: %s", path, strerror(errno));
+	cr_assert_eq(bpf_obj_get_info_by_fd(link, &info, &len), 0, "%s", strerror(errno));
+	close(link);
+	cr_assert_eq(unlink(path), 0, "unpin %s: %s", path, strerror(errno));
+	for (int waited = 0; (link = bpf_link_get_fd_by_id(info.id)) >= 0; waited += 10) {
+		close(link);
+		cr_assert_lt(waited, 5000, "the backstop's link outlived its pin");
+		usleep(10 * 1000);
+	}
+	close(c);
+	close(sv);
+	assert_drained();
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_REAPED_GONE], 2, "%llu swept, want both ends (reaped %llu, closes %llu)",
+		     (unsigned long long)s.stats[LISM_S_REAPED_GONE], (unsigned long long)s.stats[LISM_S_REAPED],
+		     (unsigned long long)s.stats[LISM_S_CLOSES]);
+	cr_assert_eq(s.stats[LISM_S_REAPED], 0, "the backstop was detached, yet reaped %llu",
+		     (unsigned long long)s.stats[LISM_S_REAPED]);
+	cr_assert_eq(s.stats[LISM_S_CLOSES], 2);
+}
+
+/*
  * The backstop also finds an entry whose socket no longer names it (the
  * client's token rewritten by @forget in its socket storage, from
  * userspace): by the slot and the socket cookie the entry recorded when it

@@ -342,11 +342,12 @@ Test(soak, crr_then_stream)
 	fprintf(stderr,
 		"soak CRR: %ld s, %ld connections (%.0f/s), errors %ld (refused %ld, reset %ld, "
 		"bytes wrong %ld), confirms %llu, DMBs reaped at destroy %llu (orphans %llu), "
-		"lost tokens %llu\n",
+		"swept (socket gone unseen) %llu, lost tokens %llu\n",
 		seconds, (long)s.conns, s.conns / (now_s() - t0), (long)s.errors, (long)s.refused,
 		(long)s.reset, (long)s.mismatches, (unsigned long long)before.stats[LISM_S_CONFIRMS],
 		(unsigned long long)before.stats[LISM_S_REAPED],
 		(unsigned long long)before.stats[LISM_S_REAPED_ORPHANS],
+		(unsigned long long)before.stats[LISM_S_REAPED_GONE],
 		(unsigned long long)before.stats[LISM_S_TOKEN_LOST]);
 	cr_assert_eq(left, 0, "DMBs left after the CRR phase");
 	cr_assert_eq(s.errors, 0, "%ld errors, first: %s", (long)s.errors, s.first_error);

@@ -429,15 +429,18 @@ Test(summary, only_what_moved)
 	b.stats[LISM_S_CLOSES] = 9;
 	b.stats[LISM_S_SC_BYTES] = (1 << 20) + (3 << 20);
 	b.stats[LISM_S_SHORT_CONNS] = 2;
+	b.stats[LISM_S_REAPED] = 1;      /* by the destroy backstop */
+	b.stats[LISM_S_REAPED_GONE] = 2; /* by the sweep: reaped too */
 	cr_assert_eq(lism_summary_diff(&a, &b, 60, &s), 1);
 	cr_assert_eq(s.short_conns, 2u);
+	cr_assert_eq(s.reaped, 3u);
 	cr_assert_eq(s.confirms, 12u);
 	cr_assert_eq(s.fallbacks, 5u);
 	cr_assert_eq(s.reasons[LISM_R_BLOCKING], 1u);
 	cr_assert_eq(s.shortcut_bytes, 3u << 20);
 	lism_summary_format(&s, line, sizeof(line));
 	cr_assert(strstr(line, "lism: last 60 s: 12 connections confirmed, 5 fallbacks "
-			       "(peer-no-lism 4, blocking-socket 1), 9 closed, 0 reaped; 3.0 MiB through "
+			       "(peer-no-lism 4, blocking-socket 1), 9 closed, 3 reaped; 3.0 MiB through "
 			       "the shortcut"),
 		  "%s", line);
 	cr_assert(strstr(line, "now 3 confirmed, 6 DMBs in use"), "%s", line);

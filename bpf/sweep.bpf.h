@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The sweep: gives back DMB entries whose socket is gone although nothing
+ * saw it close.  The state callbacks and the tcp_destroy_sock backstop
+ * release an entry when its socket closes; the soak showed, about once per
+ * 2-4 M connections, a socket freed with neither having run for it (the
+ * tracing backstop counts recursion misses under load; docs/reliability.md).
+ * An entry leaked that way would stay in use forever.
+ *
+ * A BPF timer visits LISM_SWEEP_SLOTS_PER_TICK slots every
+ * LISM_SWEEP_TICK_MS while any DMB is in use (an idle table costs nothing).
+ * An entry is reaped only when the socket it recorded (set_owner()) is certainly
+ * gone: the kernel address it published no longer holds a socket with its
+ * cookie (cookies are never reused), or that socket's refcount is zero
+ * (it is being freed: destroy has run).  A live socket keeps both, so it
+ * is never reaped.  The release is the usual compare-and-swap on the token,
+ * so a close or a backstop racing the sweep, or a slot reused meanwhile,
+ * leaves exactly one winner.
+ */
+#ifndef LISM_SWEEP_BPF_H
+#define LISM_SWEEP_BPF_H
+
+#include "dmb.bpf.h"
+
+#define CLOCK_MONOTONIC 1
+#define EBUSY 16
+
+struct lism_sweep {
+	struct bpf_timer timer;
+	__u32 armed;     /* 1 while the timer runs; the next socket to take an entry arms it */
+	__u32 next_slot; /* where the next tick goes on */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lism_sweep);
+} sweep SEC(".maps");
+
+struct sweep_walk {
+	__u32 slot;
+	__u32 capacity;
+	__u32 wrapped;
+};
+
+/* Whether the socket at kernel address @addr that recorded @cookie is gone. */
+static __always_inline int owner_gone(__u64 addr, __u64 cookie)
+{
+	const struct sock *sk = (const struct sock *)addr;
+	__s64 now_cookie;
+	int refs;
+
+	/* probe reads: freed memory reads as whatever is there, never faults */
+	if (bpf_core_read(&now_cookie, sizeof(now_cookie), &sk->__sk_common.skc_cookie.counter) ||
+	    bpf_core_read(&refs, sizeof(refs), &sk->__sk_common.skc_refcnt.refs.counter))
+		return 1;
+	return (__u64)now_cookie != cookie || refs == 0;
+}
+
+static long sweep_slot(__u64 i, struct sweep_walk *w)
+{
+	__u32 slot = w->slot;
+	__u64 token, cookie, peer, *owner;
+	struct lism_dmb *e, snap;
+	__u8 role;
+
+	(void)i;
+	/* modulo, not a compare: the verifier must not follow each slot number */
+	w->slot = (slot + 1) % w->capacity;
+	if (!w->slot)
+		w->wrapped = 1;
+	e = dmb_get(slot);
+	if (!e)
+		return 0;
+	token = __sync_fetch_and_add(&e->token, 0);
+	cookie = e->cookie; /* set with its owner: an answer not yet accepted has none */
+	owner = bpf_map_lookup_elem(&dmb_owner, &slot);
+	if (!token || !cookie || !owner || !*owner || !owner_gone(*owner, cookie))
+		return 0;
+	snap = *e; /* for the event: the release clears the token */
+	role = e->role;
+	peer = dmb_release(e, token);
+	if (!peer)
+		return 0; /* released meanwhile by its close or the backstop (a joined end names its peer) */
+	if (role == LISM_ROLE_ACTIVE)
+		release_unestablished(peer);
+	snap.conn_flags |= LISM_CONN_CLOSED;
+	emit_event(LISM_EV_REAPED, LISM_R_NONE, &snap);
+	stat_add(LISM_S_REAPED_GONE, 1);
+	stat_add(LISM_S_CLOSES, 1);
+	return 0;
+}
+
+static int sweep_tick(void *map, __u32 *key, struct lism_sweep *sw)
+{
+	struct lism_device *d = lism_dev();
+	struct sweep_walk w = {};
+	struct lism_usage *u;
+	__u32 zero = 0;
+
+	(void)map;
+	(void)key;
+	u = bpf_map_lookup_elem(&usage, &zero);
+	if (!d || !u || u->dmbs_in_use <= 0) {
+		/* nothing to sweep: stop; the next socket to take an entry arms it again */
+		__sync_lock_test_and_set(&sw->armed, 0);
+		if (!u || u->dmbs_in_use <= 0 ||
+		    __sync_val_compare_and_swap(&sw->armed, 0, 1) != 0)
+			return 0;
+		/* an entry was taken while we stopped: go on */
+	}
+	w.capacity = d ? d->capacity : 0;
+	if (w.capacity) {
+		w.slot = sw->next_slot % w.capacity;
+		bpf_loop(LISM_SWEEP_SLOTS_PER_TICK < w.capacity ? LISM_SWEEP_SLOTS_PER_TICK : w.capacity,
+			 sweep_slot, &w, 0);
+	}
+	sw->next_slot = w.slot;
+	if (w.wrapped)
+		stat_add(LISM_S_SWEEPS, 1);
+	bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0);
+	return 0;
+}
+
+/* A socket took an entry: make sure the sweep runs (one lookup when it does). */
+static __always_inline void sweep_arm(void)
+{
+	__u32 zero = 0;
+	struct lism_sweep *sw = bpf_map_lookup_elem(&sweep, &zero);
+	long err;
+
+	if (!sw || sw->armed || __sync_val_compare_and_swap(&sw->armed, 0, 1) != 0)
+		return;
+	err = bpf_timer_init(&sw->timer, &sweep, CLOCK_MONOTONIC); /* -EBUSY after the first time */
+	if (err && err != -EBUSY) {
+		__sync_lock_test_and_set(&sw->armed, 0); /* the next one tries again */
+		return;
+	}
+	bpf_timer_set_callback(&sw->timer, sweep_tick);
+	bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0);
+}
+
+#endif
