@@ -67,27 +67,38 @@ static __always_inline __u64 dmb_publish(const struct lism_device *d, struct lis
 }
 
 /*
- * Give @token's slot back.  Either end (or a close racing a handshake) may
- * try; the compare-and-swap on the token makes exactly one of them win.
- * Returns the entry's peer_token as the winner left it (0 for the loser):
- * read after the token is gone and before the slot can be taken again, so a
- * claim that lands concurrently is either seen here or sees the token gone.
+ * Give @token's slot back.  Either end (or a close racing a handshake, or
+ * the sweep) may try; the compare-and-swap on the token makes exactly one
+ * of them win: 1 for the winner, with *@peer the entry's peer_token as it
+ * left it (0 if nobody answered), read after the token is gone and before
+ * the slot can be taken again, so a claim that lands concurrently is either
+ * seen here or sees the token gone.
  */
-static __always_inline __u64 dmb_release(struct lism_dmb *e, __u64 token)
+static __always_inline int dmb_release_won(struct lism_dmb *e, __u64 token, __u64 *peer)
 {
 	__u32 slot = lism_token_slot(token), zero = 0;
 	struct lism_usage *u;
-	__u64 none = 0, peer;
+	__u64 none = 0;
 
+	*peer = 0;
 	if (!token || __sync_val_compare_and_swap(&e->token, token, 0) != token)
 		return 0;
-	peer = __sync_fetch_and_add(&e->peer_token, 0);
+	*peer = __sync_fetch_and_add(&e->peer_token, 0);
 	e->state = LISM_ST_FREE;
 	bpf_map_update_elem(&dmb_owner, &slot, &none, BPF_ANY);
 	bpf_map_push_elem(&dmb_free, &slot, 0);
 	u = bpf_map_lookup_elem(&usage, &zero);
 	if (u)
 		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
+	return 1;
+}
+
+/* dmb_release_won() for callers that only need the peer's token (0: lost, or none). */
+static __always_inline __u64 dmb_release(struct lism_dmb *e, __u64 token)
+{
+	__u64 peer;
+
+	dmb_release_won(e, token, &peer);
 	return peer;
 }
 

@@ -80,10 +80,9 @@ static long sweep_slot(__u64 i, struct sweep_walk *w)
 		return 0;
 	snap = *e; /* for the event: the release clears the token */
 	role = e->role;
-	peer = dmb_release(e, token);
-	if (!peer)
-		return 0; /* released meanwhile by its close or the backstop (a joined end names its peer) */
-	if (role == LISM_ROLE_ACTIVE)
+	if (!dmb_release_won(e, token, &peer))
+		return 0; /* released meanwhile by its close or the backstop */
+	if (role == LISM_ROLE_ACTIVE && peer)
 		release_unestablished(peer);
 	snap.conn_flags |= LISM_CONN_CLOSED;
 	emit_event(LISM_EV_REAPED, LISM_R_NONE, &snap);
@@ -119,7 +118,9 @@ static int sweep_tick(void *map, __u32 *key, struct lism_sweep *sw)
 	sw->next_slot = w.slot;
 	if (w.wrapped)
 		stat_add(LISM_S_SWEEPS, 1);
-	bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0);
+	/* fails only if the timer was cancelled meanwhile (load --upgrade): let the next socket arm it */
+	if (bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0))
+		__sync_lock_test_and_set(&sw->armed, 0);
 	return 0;
 }
 
@@ -133,12 +134,9 @@ static __always_inline void sweep_arm(void)
 	if (!sw || sw->armed || __sync_val_compare_and_swap(&sw->armed, 0, 1) != 0)
 		return;
 	err = bpf_timer_init(&sw->timer, &sweep, CLOCK_MONOTONIC); /* -EBUSY after the first time */
-	if (err && err != -EBUSY) {
-		__sync_lock_test_and_set(&sw->armed, 0); /* the next one tries again */
-		return;
-	}
-	bpf_timer_set_callback(&sw->timer, sweep_tick);
-	bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0);
+	if ((err && err != -EBUSY) || bpf_timer_set_callback(&sw->timer, sweep_tick) ||
+	    bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0))
+		__sync_lock_test_and_set(&sw->armed, 0); /* the next socket tries again */
 }
 
 #endif

@@ -231,8 +231,10 @@ static struct bpf_link *attach_backstop(struct lism_bpf *skel, const char *dir, 
 /*
  * The sweep's timer runs the callback of the program that armed it.
  * Writing its map value cancels the timer (the kernel frees a timer on
- * update); the next socket that joins arms it again, now with the new
- * program's callback.
+ * update); the next socket that takes an entry arms it again, now with the
+ * new program's callback.  (An old program still finishing a connect() on
+ * another CPU right after the link switched could arm it first: then the
+ * old callback sweeps on, on the same maps, until the table next empties.)
  */
 static int restart_sweep(struct lism_bpf *skel)
 {

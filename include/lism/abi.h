@@ -111,7 +111,7 @@ struct lism_dmb {
 	__u64 rx_msgs;
 	__u64 tx_tcp_bytes;  /* bytes this end sent over TCP after pairing (order sync / DMB full) */
 	__u64 created_ns;    /* bpf_ktime_get_ns() at allocation */
-	__u64 cookie;        /* socket cookie, 0 until established */
+	__u64 cookie;        /* owner socket's cookie: active end from connect(), passive end from its join; else 0 */
 };
 
 /* Per-socket state (sk_storage "socks"), reached without hashing. */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The lism tool against a real kernel: errors and exit codes, pins, JSON, unload. */
+#include <bpf/bpf.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -246,8 +247,16 @@ Test(cli, upgrade_in_place_mid_transfer)
 	cr_assert(r.ok, "%s", r.why);
 	snap(&e, &after);
 	cr_assert_eq(after.confirmed, 2, "a connection after the upgrade did not pair");
-	/* the upgrade stopped the old program's sweep; the new connection armed the new one's */
-	usleep((LISM_SWEEP_TICK_MS * 3 + 100) * 1000);
+	/*
+	 * The upgrade cancelled the old program's sweep timer, the last thing
+	 * holding the old handshake program, so that program goes away; the
+	 * new connection armed the new program's sweep.
+	 */
+	for (int waited = 0, fd; (fd = bpf_prog_get_fd_by_id(prog_before)) >= 0; waited += 10) {
+		close(fd);
+		cr_assert_lt(waited, 5000, "the old handshake program outlived the upgrade (its sweep runs on)");
+		usleep(10 * 1000);
+	}
 	snap(&e, &before);
 	usleep((LISM_SWEEP_TICK_MS * 3 + 100) * 1000);
 	snap(&e, &after);

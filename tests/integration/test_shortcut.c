@@ -325,8 +325,40 @@ Test(shortcut, entries_whose_socket_vanished_unseen_are_swept)
 	struct bpf_link_info info = {};
 	__u32 len = sizeof(info);
 	char path[PATH_MAX + 32];
-	struct lism_snapshot s;
-	int c, sv, link = pair_and_pin(23, &c, &sv, "link_sockops");
+	struct lism_snapshot s, s0;
+	int c, sv, link = pair_and_pin(23, &c, &sv, "link_sockops"), l, lport = 0, c1, c2;
+
+	/* first: live sockets survive whole passes of the sweep */
+	snap(&e, &s0);
+	for (int waited = 0;; waited += 50) {
+		snap(&e, &s);
+		cr_assert_eq(s.stats[LISM_S_REAPED_GONE], 0, "the sweep took the entry of a live socket");
+		if (s.stats[LISM_S_SWEEPS] >= s0.stats[LISM_S_SWEEPS] + 2)
+			break;
+		cr_assert_lt(waited, 5000, "the sweep does not run");
+		usleep(50 * 1000);
+	}
+	cr_assert_eq(s.confirmed, 1);
+	/*
+	 * An end that never got an answer: a listener whose accept queue is
+	 * full drops the SYN, so c2 stays in SYN_SENT with a proposal nobody
+	 * claimed (c1 fills the queue: a pair whose server end is never accepted).
+	 */
+	l = tcp_listen(AF_INET, "127.0.0.1", &lport, 1);
+	cr_assert_eq(listen(l, 0), 0);
+	c1 = tcp_connect(AF_INET, "127.0.0.1", lport, 1);
+	for (int waited = 0; snap(&e, &s), s.confirmed < 2; waited += 10) {
+		cr_assert_lt(waited, 3000, "c1 did not pair");
+		usleep(10 * 1000);
+	}
+	c2 = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	cr_assert_geq(c2, 0);
+	cr_assert(connect(c2, (struct sockaddr *)&(struct sockaddr_in){ .sin_family = AF_INET,
+		.sin_port = htons(lport), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) },
+		sizeof(struct sockaddr_in)) && errno == EINPROGRESS, "connect: %s", strerror(errno));
+	usleep(100 * 1000);
+	snap(&e, &s);
+	cr_assert_eq(s.usage.dmbs_in_use, 5, "two pairs and an unanswered proposal");
 
 	cr_assert_eq(bpf_link_detach(link), 0, "detach the cgroup link: %s", strerror(errno));
 	close(link);
@@ -347,14 +379,17 @@ Test(shortcut, entries_whose_socket_vanished_unseen_are_swept)
 	}
 	close(c);
 	close(sv);
+	close(c1);
+	close(c2);
+	close(l); /* and with it the server end c1 was never accepted from */
 	assert_drained();
 	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_REAPED_GONE], 2, "%llu swept, want both ends (reaped %llu, closes %llu)",
+	cr_assert_eq(s.stats[LISM_S_REAPED_GONE], 5, "%llu swept, want all five ends (reaped %llu, closes %llu)",
 		     (unsigned long long)s.stats[LISM_S_REAPED_GONE], (unsigned long long)s.stats[LISM_S_REAPED],
 		     (unsigned long long)s.stats[LISM_S_CLOSES]);
 	cr_assert_eq(s.stats[LISM_S_REAPED], 0, "the backstop was detached, yet reaped %llu",
 		     (unsigned long long)s.stats[LISM_S_REAPED]);
-	cr_assert_eq(s.stats[LISM_S_CLOSES], 2);
+	cr_assert_eq(s.stats[LISM_S_CLOSES], 5);
 }
 
 /*
