@@ -69,21 +69,22 @@ static __always_inline __u64 dmb_publish(const struct lism_device *d, struct lis
 /*
  * Give @token's slot back.  Either end (or a close racing a handshake, or
  * the sweep) may try; the compare-and-swap on the token makes exactly one
- * of them win: 1 for the winner, with *@peer the entry's peer_token as it
- * left it (0 if nobody answered), read after the token is gone and before
- * the slot can be taken again, so a claim that lands concurrently is either
- * seen here or sees the token gone.
+ * of them win: 1 for the winner, with *@peer (if not NULL) the entry's
+ * peer_token as it left it (0 if nobody answered), read after the token is
+ * gone and before the slot can be taken again, so a claim that lands
+ * concurrently is either seen here or sees the token gone.
  */
-static __always_inline int dmb_release_won(struct lism_dmb *e, __u64 token, __u64 *peer)
+static __always_inline int dmb_release(struct lism_dmb *e, __u64 token, __u64 *peer)
 {
 	__u32 slot = lism_token_slot(token), zero = 0;
 	struct lism_usage *u;
-	__u64 none = 0;
+	__u64 none = 0, p;
 
-	*peer = 0;
 	if (!token || __sync_val_compare_and_swap(&e->token, token, 0) != token)
 		return 0;
-	*peer = __sync_fetch_and_add(&e->peer_token, 0);
+	p = __sync_fetch_and_add(&e->peer_token, 0);
+	if (peer)
+		*peer = p;
 	e->state = LISM_ST_FREE;
 	bpf_map_update_elem(&dmb_owner, &slot, &none, BPF_ANY);
 	bpf_map_push_elem(&dmb_free, &slot, 0);
@@ -91,15 +92,6 @@ static __always_inline int dmb_release_won(struct lism_dmb *e, __u64 token, __u6
 	if (u)
 		__sync_fetch_and_sub(&u->dmbs_in_use, 1);
 	return 1;
-}
-
-/* dmb_release_won() for callers that only need the peer's token (0: lost, or none). */
-static __always_inline __u64 dmb_release(struct lism_dmb *e, __u64 token)
-{
-	__u64 peer;
-
-	dmb_release_won(e, token, &peer);
-	return peer;
 }
 
 /* Release a passive entry that never established (nobody else can find it). */
@@ -115,17 +107,23 @@ static __always_inline void release_unestablished(__u64 rtoken)
 		__sync_val_compare_and_swap(&re->state, LISM_ST_CLOSED, LISM_ST_ACCEPTED);
 		return;
 	}
-	dmb_release(re, rtoken);
+	dmb_release(re, rtoken, NULL);
 }
 
-/* Release an end's own entry; an active end also takes an unestablished answer with it. */
-static __always_inline void release_own(struct lism_dmb *e, __u64 token)
+/*
+ * Release an end's own entry; an active end also takes an unestablished
+ * answer with it.  1 if this caller released it.
+ */
+static __always_inline int release_own(struct lism_dmb *e, __u64 token)
 {
 	__u8 role = e->role;
-	__u64 peer = dmb_release(e, token);
+	__u64 peer;
 
+	if (!dmb_release(e, token, &peer))
+		return 0;
 	if (role == LISM_ROLE_ACTIVE && peer)
 		release_unestablished(peer);
+	return 1;
 }
 
 #endif

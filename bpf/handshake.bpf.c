@@ -307,7 +307,6 @@ static __always_inline void set_owner(struct bpf_sock_ops *s, struct lism_dmb *e
 
 	bpf_map_update_elem(&dmb_owner, &slot, &owner, BPF_ANY);
 	e->cookie = bpf_get_socket_cookie(s);
-	sweep_arm();
 }
 
 static void on_connect(struct bpf_sock_ops *s)
@@ -365,6 +364,7 @@ static void on_connect(struct bpf_sock_ops *s)
 	st->token = e->token;
 	st->slot = lism_token_slot(e->token);
 	set_owner(s, e, st->slot); /* from now on the sweep covers it */
+	sweep_arm(); /* the passive end's entry only exists beside an active one: armed here */
 	st->state = LISM_ST_PROPOSED;
 	st->reason = LISM_R_NONE;
 	stat_add(LISM_S_PROPOSALS_SENT, 1);
@@ -441,7 +441,7 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 	rtoken = re->token;
 	if (__sync_val_compare_and_swap(&se->peer_token, 0, rtoken) != 0) {
 		reason_count(LISM_R_TOKEN_CLAIMED);
-		dmb_release(re, rtoken);
+		dmb_release(re, rtoken, NULL);
 		return 0;
 	}
 	if (__sync_fetch_and_add(&se->token, 0) != o->token) {
@@ -692,7 +692,7 @@ static __always_inline void decline_active(struct lism_dmb *se, __u64 stoken, __
 	reason_count(LISM_R_PEER_DECLINED);
 	stat_add(LISM_S_FALLBACKS, 1);
 	emit_event(LISM_EV_FALLBACK, LISM_R_PEER_DECLINED, se);
-	dmb_release(se, stoken);
+	dmb_release(se, stoken, NULL);
 }
 
 static void on_passive_established(struct bpf_sock_ops *s)

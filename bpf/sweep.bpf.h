@@ -27,7 +27,7 @@
 
 struct lism_sweep {
 	struct bpf_timer timer;
-	__u32 armed;     /* 1 while the timer runs; the next socket to take an entry arms it */
+	__u32 armed;     /* 1 while the timer runs; the next connect() that takes an entry arms it */
 	__u32 next_slot; /* where the next tick goes on */
 };
 
@@ -61,9 +61,8 @@ static __always_inline int owner_gone(__u64 addr, __u64 cookie)
 static long sweep_slot(__u64 i, struct sweep_walk *w)
 {
 	__u32 slot = w->slot;
-	__u64 token, cookie, peer, *owner;
+	__u64 token, cookie, *owner;
 	struct lism_dmb *e, snap;
-	__u8 role;
 
 	(void)i;
 	/* modulo, not a compare: the verifier must not follow each slot number */
@@ -79,11 +78,8 @@ static long sweep_slot(__u64 i, struct sweep_walk *w)
 	if (!token || !cookie || !owner || !*owner || !owner_gone(*owner, cookie))
 		return 0;
 	snap = *e; /* for the event: the release clears the token */
-	role = e->role;
-	if (!dmb_release_won(e, token, &peer))
+	if (!release_own(e, token))
 		return 0; /* released meanwhile by its close or the backstop */
-	if (role == LISM_ROLE_ACTIVE && peer)
-		release_unestablished(peer);
 	snap.conn_flags |= LISM_CONN_CLOSED;
 	emit_event(LISM_EV_REAPED, LISM_R_NONE, &snap);
 	stat_add(LISM_S_REAPED_GONE, 1);
@@ -101,7 +97,7 @@ static int sweep_tick(void *map, __u32 *key, struct lism_sweep *sw)
 	(void)map;
 	(void)key;
 	u = bpf_map_lookup_elem(&usage, &zero);
-	if (!d || !u || u->dmbs_in_use <= 0) {
+	if (!u || u->dmbs_in_use <= 0) {
 		/* nothing to sweep: stop; the next socket to take an entry arms it again */
 		__sync_lock_test_and_set(&sw->armed, 0);
 		if (!u || u->dmbs_in_use <= 0 ||
@@ -124,7 +120,7 @@ static int sweep_tick(void *map, __u32 *key, struct lism_sweep *sw)
 	return 0;
 }
 
-/* A socket took an entry: make sure the sweep runs (one lookup when it does). */
+/* An active end took an entry: make sure the sweep runs (one lookup when it does). */
 static __always_inline void sweep_arm(void)
 {
 	__u32 zero = 0;

@@ -64,15 +64,21 @@ static char *put_u(char *p, unsigned int v)
 	return p;
 }
 
-void lism_fmt_addr(const __u8 addr[16], char *buf, size_t len)
+static int is_v6(const __u8 addr[16])
 {
 	static const __u8 v4prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return memcmp(addr, v4prefix, 12) != 0;
+}
+
+void lism_fmt_addr(const __u8 addr[16], char *buf, size_t len)
+{
 	char full[INET6_ADDRSTRLEN], *p = full;
 	size_t n;
 
 	if (!len)
 		return;
-	if (!memcmp(addr, v4prefix, 12)) {
+	if (!is_v6(addr)) {
 		/* by hand: inet_ntop + snprintf were 44 % of an event line's 12.7 k instructions */
 		for (int i = 12; i < 16; i++) {
 			p = put_u(p, addr[i]);
@@ -87,27 +93,21 @@ void lism_fmt_addr(const __u8 addr[16], char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-static int is_v6(const __u8 addr[16])
-{
-	static const __u8 v4prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	return memcmp(addr, v4prefix, 12) != 0;
-}
-
 void lism_fmt_endpoint(const __u8 addr[16], __u16 port, char *buf, size_t len)
 {
 	char a[INET6_ADDRSTRLEN], full[INET6_ADDRSTRLEN + 8], *p = full;
+	int v6 = is_v6(addr);
 	size_t n;
 
 	if (!len)
 		return;
 	lism_fmt_addr(addr, a, sizeof(a));
-	if (is_v6(addr))
+	if (v6)
 		*p++ = '[';
 	n = strlen(a);
 	memcpy(p, a, n);
 	p += n;
-	if (is_v6(addr))
+	if (v6)
 		*p++ = ']';
 	*p++ = ':';
 	*put_u(p, port) = '\0';

@@ -45,7 +45,7 @@ int dmb_test_release(struct dmb_test_args *a)
 		a->err = -2;
 		return 0;
 	}
-	dmb_release(e, a->token);
+	dmb_release(e, a->token, NULL);
 	a->err = 0;
 	return 0;
 }

@@ -364,7 +364,9 @@ Test(shortcut, entries_whose_socket_vanished_unseen_are_swept)
 	close(link);
 	/*
 	 * A tracing link cannot be detached; it goes with its last reference,
-	 * the pin (released by a deferred work item: wait until its id is gone).
+	 * the pin, in a deferred work item that frees the link's id, then
+	 * detaches the program, then drops it: wait until the program (held
+	 * by nothing else) is gone, not only the link's id.
 	 */
 	snprintf(path, sizeof(path), "%s/link_destroy", e.pin);
 	link = bpf_obj_get(path);
@@ -372,9 +374,10 @@ Test(shortcut, entries_whose_socket_vanished_unseen_are_swept)
 	cr_assert_eq(bpf_obj_get_info_by_fd(link, &info, &len), 0, "%s", strerror(errno));
 	close(link);
 	cr_assert_eq(unlink(path), 0, "unpin %s: %s", path, strerror(errno));
-	for (int waited = 0; (link = bpf_link_get_fd_by_id(info.id)) >= 0; waited += 10) {
+	cr_assert_neq(info.prog_id, 0);
+	for (int waited = 0; (link = bpf_prog_get_fd_by_id(info.prog_id)) >= 0; waited += 10) {
 		close(link);
-		cr_assert_lt(waited, 5000, "the backstop's link outlived its pin");
+		cr_assert_lt(waited, 5000, "the backstop outlived its link's pin");
 		usleep(10 * 1000);
 	}
 	close(c);

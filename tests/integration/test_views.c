@@ -596,6 +596,8 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	cr_assert_eq(metric(body, "lism_active"), 1);
 	cr_assert_eq(metric(body, "lism_short_connections_total"), 0);
 	cr_assert_eq(metric(body, "lism_events_lost_total"), 0);
+	cr_assert_eq(metric(body, "lism_reaped_gone_total"), 0);
+	cr_assert_eq(metric(body, "lism_sweeps_total"), 0, "a sweep with no DMB ever taken");
 
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
@@ -608,6 +610,8 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	cr_assert_eq(metric(body, "lism_shortcut_bytes_total"), 12345);
 	cr_assert_eq(metric(body, "lism_connections_confirmed"), 1);
 	cr_assert_eq(metric(body, "lism_dmbs_in_use"), 2);
+	cr_assert_gt(metric(body, "lism_sweeps_total"), 0, "the connection did not start the sweep");
+	cr_assert_eq(metric(body, "lism_reaped_gone_total"), 0, "the sweep took a live connection");
 	/* a summary, not a line per connection */
 	cr_assert(wait_output(out, buf, sizeof(buf), "s: 1 connections confirmed, 0 fallbacks, ", 3000),
 		  "no summary: %s", buf);
