@@ -881,3 +881,17 @@ out:
 	sk_closed(st);
 	return 0;
 }
+
+/*
+ * Arms the sweep from userspace (BPF_PROG_RUN): load --upgrade cancels the
+ * old program's timer, and entries already in use must not wait for the
+ * next connect() to be swept again.  An empty table stops it at the first
+ * tick, as usual.
+ */
+SEC("syscall")
+int lism_sweep_start(void *ctx)
+{
+	(void)ctx;
+	sweep_arm();
+	return 0;
+}

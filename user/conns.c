@@ -207,6 +207,26 @@ struct json_object *lism_json_token(__u64 t)
 	return json_object_new_string(buf);
 }
 
+/* This end's CDC-like connection flags by name (LISM_CONN_*), like smc's conn_state_flags. */
+static struct json_object *jconn_flags(__u32 flags)
+{
+	static const struct {
+		__u32 bit;
+		const char *name;
+	} names[] = {
+		{ LISM_CONN_DONE_WRITING, "done_writing" },
+		{ LISM_CONN_CLOSED, "closed" },
+		{ LISM_CONN_ABORT, "abort" },
+		{ LISM_CONN_SEEN_BLOCKING, "seen_blocking" },
+	};
+	struct json_object *a = json_object_new_array();
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (flags & names[i].bit)
+			json_object_array_add(a, json_object_new_string(names[i].name));
+	return a;
+}
+
 struct json_object *lism_conn_json(const struct lism_conn *c)
 {
 	struct json_object *o = json_object_new_object();
@@ -233,6 +253,7 @@ struct json_object *lism_conn_json(const struct lism_conn *c)
 		json_object_object_add(o, "rx_bytes", json_object_new_uint64(c->me.rx_bytes));
 		json_object_object_add(o, "rx_msgs", json_object_new_uint64(c->me.rx_msgs));
 		json_object_object_add(o, "tx_tcp_bytes", json_object_new_uint64(c->me.tx_tcp_bytes));
+		json_object_object_add(o, "conn_flags", jconn_flags(c->me.conn_flags));
 	}
 	if (c->has_peer)
 		json_object_object_add(o, "tx_bytes", json_object_new_uint64(c->peer.rx_bytes));

@@ -231,10 +231,12 @@ static struct bpf_link *attach_backstop(struct lism_bpf *skel, const char *dir, 
 /*
  * The sweep's timer runs the callback of the program that armed it.
  * Writing its map value cancels the timer (the kernel frees a timer on
- * update); the next socket that takes an entry arms it again, now with the
- * new program's callback.  (An old program still finishing a connect() on
- * another CPU right after the link switched could arm it first: then the
- * old callback sweeps on, on the same maps, until the table next empties.)
+ * update); then lism_sweep_start arms it again at once with the new
+ * program's callback, so that entries already in use are swept without
+ * waiting for the next connect().  (An old program still finishing a
+ * connect() on another CPU right after the link switched could arm it
+ * first: then the old callback sweeps on, on the same maps, until the table
+ * next empties.)
  */
 static int restart_sweep(struct lism_bpf *skel)
 {
@@ -245,6 +247,11 @@ static int restart_sweep(struct lism_bpf *skel)
 			: -ENOMEM;
 
 	free(blank);
+	if (!err) {
+		LIBBPF_OPTS(bpf_test_run_opts, run);
+
+		err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.lism_sweep_start), &run);
+	}
 	if (err)
 		lism_err("restarting the sweep with the new program failed: %s", strerror(-err));
 	return err;

@@ -339,6 +339,7 @@ Test(shortcut, entries_whose_socket_vanished_unseen_are_swept)
 		usleep(50 * 1000);
 	}
 	cr_assert_eq(s.confirmed, 1);
+	cr_assert(s.backstop, "lism status does not see the backstop");
 	/*
 	 * An end that never got an answer: a listener whose accept queue is
 	 * full drops the SYN, so c2 stays in SYN_SENT with a proposal nobody
@@ -387,6 +388,7 @@ Test(shortcut, entries_whose_socket_vanished_unseen_are_swept)
 	close(l); /* and with it the server end c1 was never accepted from */
 	assert_drained();
 	snap(&e, &s);
+	cr_assert(!s.backstop, "lism status reports a backstop whose link is gone");
 	cr_assert_eq(s.stats[LISM_S_REAPED_GONE], 5, "%llu swept, want all five ends (reaped %llu, closes %llu)",
 		     (unsigned long long)s.stats[LISM_S_REAPED_GONE], (unsigned long long)s.stats[LISM_S_REAPED],
 		     (unsigned long long)s.stats[LISM_S_CLOSES]);
