@@ -197,12 +197,17 @@ def iperf3(ctx):
     return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e9
 
 
-def msgrate(size, pingpong=False, cpus=None):
-    """cpus "SERVER,CLIENT": a one-way stream's rate depends 2-3x on whether
-    the scheduler put both ends on one CPU, so the stream rows pin them."""
+def msgrate(size, pingpong=False, placement=None):
+    """placement "same" or "cross" core: a one-way stream's rate depends about
+    2x on whether the scheduler put both ends on one CPU, so the stream rows
+    pin them (the first two CPUs this process may use)."""
     def go(ctx):
         cmd = [os.path.join(OUT, "msgrate"), "-s", str(size), "-t", str(SECONDS)] + (["--pingpong"] if pingpong else [])
-        cmd += ["--cpus", cpus] if cpus else []
+        if placement:
+            cpus = sorted(os.sched_getaffinity(0))
+            if placement == "cross" and len(cpus) < 2:
+                raise RuntimeError("msgrate across cores needs two CPUs, this process may use %s" % cpus)
+            cmd += ["--cpus", "%d,%d" % (cpus[0], cpus[0] if placement == "same" else cpus[1])]
         return number(r"msgs_per_s ([0-9.]+)", run(cmd).stdout, "msgrate")
     return go
 
@@ -247,8 +252,8 @@ WORKLOADS = [
     ("nginx_keepalive", "req/s", True, False, 2.3, nginx(False)),
     ("nginx_conn_close", "req/s", True, False, 1.3, nginx(True)),
     ("iperf3", "Gbit/s", True, True, 3.5, iperf3),
-    ("msgrate_100B_same_core", "msg/s", True, False, 1.0, msgrate(100, cpus="0,0")),
-    ("msgrate_100B_cross_core", "msg/s", True, False, 1.0, msgrate(100, cpus="0,1")),
+    ("msgrate_100B_same_core", "msg/s", True, False, 1.0, msgrate(100, placement="same")),
+    ("msgrate_100B_cross_core", "msg/s", True, False, 1.0, msgrate(100, placement="cross")),
     ("msgrate_100B_pingpong", "msg/s", True, False, 1.0, msgrate(100, True)),
     # churning first: the engaged rows leave ~40 k psocks to tear down in
     # the background (deferred work), which would land in the row after them

@@ -10,7 +10,7 @@
  *
  * --cpus pins the server and the client to one CPU each (the same one or
  * two): unpinned, the scheduler's placement decides, and the rate of a
- * one-way stream differs by 2-3x between one CPU and two.
+ * one-way stream differs by about 2x between one CPU and two.
  *
  * With --pingpong the server echoes each message and the client waits for
  * it before sending the next (a round-trip rate).
@@ -37,6 +37,16 @@
 #include "bench_util.h"
 
 static int blocking, pingpong;
+
+/* Whether this process may run on @cpu (-1: not pinned, fine). */
+static int cpu_allowed(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return 1;
+	return cpu < CPU_SETSIZE && !sched_getaffinity(0, sizeof(set), &set) && CPU_ISSET(cpu, &set);
+}
 
 /* Pin the calling process to @cpu (-1: leave it). */
 static void pin(int cpu)
@@ -96,6 +106,7 @@ int main(int argc, char **argv)
 	size_t size = 100;
 	double secs = 5, t0, t1;
 	int c, l, fd, one = 1, status, p[2], server_cpu = -1, client_cpu = -1;
+	char junk;
 	uint64_t count = 0, got;
 	char *buf;
 	pid_t pid;
@@ -105,8 +116,9 @@ int main(int argc, char **argv)
 			size = strtoul(optarg, NULL, 0);
 		else if (c == 't')
 			secs = strtod(optarg, NULL);
-		else if (c == 'c' && sscanf(optarg, "%d,%d", &server_cpu, &client_cpu) != 2)
-			return fprintf(stderr, "msgrate: --cpus SERVER,CLIENT (two CPU numbers)\n"), 2;
+		else if (c == 'c' && (sscanf(optarg, "%d,%d%c", &server_cpu, &client_cpu, &junk) != 2 ||
+				      !cpu_allowed(server_cpu) || !cpu_allowed(client_cpu)))
+			return fprintf(stderr, "msgrate: --cpus SERVER,CLIENT: two CPUs this process may use\n"), 2;
 		else if (c != 0 && c != 'c')
 			return 2;
 	}

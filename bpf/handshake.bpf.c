@@ -886,12 +886,19 @@ out:
  * Arms the sweep from userspace (BPF_PROG_RUN): load --upgrade cancels the
  * old program's timer, and entries already in use must not wait for the
  * next connect() to be swept again.  An empty table stops it at the first
- * tick, as usual.
+ * tick, as usual.  A tc program, never attached: BPF_PROG_RUN runs it on a
+ * dummy frame, and unlike a syscall program it is not sleepable, so the
+ * callback's maps (a queue among them) load on every kernel lism supports.
+ * Returns 1 when the sweep runs.
  */
-SEC("syscall")
-int lism_sweep_start(void *ctx)
+SEC("tc")
+int lism_sweep_start(struct __sk_buff *skb)
 {
-	(void)ctx;
+	__u32 zero = 0;
+	struct lism_sweep *sw;
+
+	(void)skb;
 	sweep_arm();
-	return 0;
+	sw = bpf_map_lookup_elem(&sweep, &zero);
+	return sw && sw->armed;
 }

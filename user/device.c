@@ -223,30 +223,22 @@ static __u32 events_followed(const char *pin_path)
 /*
  * The backstop's recursion misses: a tracing program does not run while it
  * runs on the same CPU, and the kernel counts each such destroy in the
- * program's info.  Those entries wait for the sweep.  -errno if the link or
- * its program cannot be read.
+ * program's info.  Read through its pin (an id lookup would need
+ * CAP_SYS_ADMIN, which the DaemonSet does not have); -errno if unreadable
+ * (an instance loaded by a build that did not pin it).
  */
 static int backstop_misses(const char *pin_path, __u64 *misses)
 {
-	struct bpf_prog_info prog = {};
-	struct bpf_link_info link = {};
-	__u32 len = sizeof(link);
-	int fd = lism_pin_open(pin_path, LISM_PIN_LINK_DESTROY), pfd, err;
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = lism_pin_open(pin_path, LISM_PIN_PROG_DESTROY), err;
 
 	if (fd < 0)
 		return fd;
-	err = bpf_obj_get_info_by_fd(fd, &link, &len) ? -errno : 0;
+	err = bpf_obj_get_info_by_fd(fd, &info, &len) ? -errno : 0;
 	close(fd);
-	if (err)
-		return err;
-	pfd = bpf_prog_get_fd_by_id(link.prog_id);
-	if (pfd < 0)
-		return -errno;
-	len = sizeof(prog);
-	err = bpf_obj_get_info_by_fd(pfd, &prog, &len) ? -errno : 0;
-	close(pfd);
 	if (!err)
-		*misses = prog.recursion_misses;
+		*misses = info.recursion_misses;
 	return err;
 }
 
@@ -273,8 +265,9 @@ int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
 		s->attached = access(path, F_OK) == 0;
 	if (!err)
 		s->events_followed = events_followed(in->pin_path);
-	if (!err)
-		s->backstop = !backstop_misses(in->pin_path, &s->backstop_misses);
+	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_DESTROY))
+		s->backstop = access(path, F_OK) == 0;
+	s->backstop_misses_known = s->backstop && !backstop_misses(in->pin_path, &s->backstop_misses);
 	return err;
 }
 

@@ -34,8 +34,9 @@ struct lism_snapshot {
 	__u32 shortcut_sockets; /* ends that joined the shortcut map (READY or CONFIRMED entries) */
 	int attached;           /* the cgroup link is pinned */
 	__u32 events_followed;  /* LISM_EV_TYPE() mask of the event types a reader holds a lease on */
-	int backstop;           /* the tcp_destroy_sock backstop's link is pinned and readable */
-	__u64 backstop_misses;  /* destroys it did not see: the kernel's recursion_misses of its program */
+	int backstop;           /* the tcp_destroy_sock backstop's link is pinned */
+	int backstop_misses_known; /* its program's pin was readable */
+	__u64 backstop_misses;  /* destroys it did not see since its program loaded (recursion_misses) */
 };
 
 /* Open an instance's pins; -ENOENT if nothing is loaded at @pin_path, -EPROTO if another layout. */

@@ -63,10 +63,12 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		"DMBs the sweep released: their socket was freed and neither its close nor its destroy was seen.",
 		st[LISM_S_REAPED_GONE]);
 	counter(f, "lism_sweeps_total", "Full passes of the sweep over the DMB table.", st[LISM_S_SWEEPS]);
-	counter(f, "lism_backstop_recursion_misses_total",
-		"Socket destroys the tcp_destroy_sock backstop did not see (it was running on that CPU); "
-		"their DMBs wait for the sweep.",
-		s->backstop_misses);
+	if (s->backstop_misses_known)
+		counter(f, "lism_backstop_recursion_misses_total",
+			"TCP socket destroys, host-wide, the tcp_destroy_sock backstop missed because it was "
+			"already running on that CPU, since its program loaded (load --upgrade starts again "
+			"at 0); a DMB whose close went unseen then waits for the sweep.",
+			s->backstop_misses);
 	counter(f, "lism_token_lost_total", "Closes (FIN_WAIT1, LAST_ACK, CLOSE) of sockets whose token named no DMB entry.",
 		st[LISM_S_TOKEN_LOST]);
 	counter(f, "lism_short_connections_total",

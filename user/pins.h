@@ -5,6 +5,7 @@
  *   DIR/prog_sockops    the handshake program
  *   DIR/prog_msg        the data path program
  *   DIR/prog_iter_socks the sockets iterator behind `lism conns`
+ *   DIR/prog_destroy    the tcp_destroy_sock backstop program (read for its recursion misses)
  *   DIR/link_sockops    the cgroup attachment
  *   DIR/link_destroy    the tcp_destroy_sock backstop (frees a DMB whose close went unseen)
  * DIR is --pin-path; several instances can coexist in different DIRs.
@@ -17,6 +18,7 @@
 #define LISM_PIN_PROG_SOCKOPS "prog_sockops"
 #define LISM_PIN_PROG_MSG "prog_msg"
 #define LISM_PIN_PROG_ITER "prog_iter_socks"
+#define LISM_PIN_PROG_DESTROY "prog_destroy"
 #define LISM_PIN_LINK_SOCKOPS "link_sockops"
 #define LISM_PIN_LINK_DESTROY "link_destroy"
 

@@ -41,9 +41,11 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 	else
 		fprintf(f, "on (window %u ms, %llu connections skipped)\n", s->dev.churn_window_ms,
 			(unsigned long long)s->reasons[LISM_R_SHORT_LIVED]);
-	if (s->backstop)
-		fprintf(f, "  backstop: tcp_destroy_sock, %llu destroys missed (recursion); ",
+	if (s->backstop && s->backstop_misses_known)
+		fprintf(f, "  backstop: tcp_destroy_sock, %llu destroys missed host-wide (recursion); ",
 			(unsigned long long)s->backstop_misses);
+	else if (s->backstop)
+		fprintf(f, "  backstop: tcp_destroy_sock; ");
 	else
 		fprintf(f, "  backstop: NOT ATTACHED (unseen closes wait for the sweep); ");
 	fprintf(f, "sweep: %llu entries of vanished sockets given back\n",
@@ -106,8 +108,13 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	add_u64(o, "dmb_full", s->stats[LISM_S_DMB_FULL]);
 	add_u64(o, "redirect_miss", s->stats[LISM_S_REDIRECT_MISS]);
 	add_u64(o, "events_lost", s->stats[LISM_S_EVENTS_LOST]);
+	add_u64(o, "reaped", s->stats[LISM_S_REAPED]);
+	add_u64(o, "reaped_orphans", s->stats[LISM_S_REAPED_ORPHANS]);
+	add_u64(o, "reaped_gone", s->stats[LISM_S_REAPED_GONE]);
+	add_u64(o, "sweeps", s->stats[LISM_S_SWEEPS]);
 	json_object_object_add(o, "backstop", json_object_new_boolean(s->backstop));
-	add_u64(o, "backstop_recursion_misses", s->backstop_misses);
+	json_object_object_add(o, "backstop_recursion_misses",
+			       s->backstop_misses_known ? json_object_new_uint64(s->backstop_misses) : NULL);
 	{
 		char types[128];
 

@@ -375,6 +375,8 @@ Test(shortcut, entries_whose_socket_vanished_unseen_are_swept)
 	cr_assert_eq(bpf_obj_get_info_by_fd(link, &info, &len), 0, "%s", strerror(errno));
 	close(link);
 	cr_assert_eq(unlink(path), 0, "unpin %s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), "%s/prog_destroy", e.pin); /* pinned for the views: goes too */
+	cr_assert_eq(unlink(path), 0, "unpin %s: %s", path, strerror(errno));
 	cr_assert_neq(info.prog_id, 0);
 	for (int waited = 0; (link = bpf_prog_get_fd_by_id(info.prog_id)) >= 0; waited += 10) {
 		close(link);

@@ -135,10 +135,11 @@ Test(views, conns_pairs_tokens_and_moves_cursors)
 	cr_assert_eq(jcursor_count(b, "cons"), 100000, "consumer cursor did not move");
 	json_object_put(arr);
 
-	/* the CDC-like flags: none while both write, done_writing for the end that shut down */
+	/* the CDC-like flags: none while both are open, done_writing for the end that shut down */
 	arr = lism_json("conns -j --mode shortcut");
 	a = row_by_port(arr, local_port(c));
-	cr_assert_str_eq(json_object_to_json_string(json_object_object_get(a, "conn_flags")), "[ ]");
+	cr_assert_eq(json_object_array_length(json_object_object_get(a, "conn_flags")), 0, "%s",
+		     json_object_to_json_string(a));
 	json_object_put(arr);
 	cr_assert_eq(shutdown(c, SHUT_WR), 0);
 	for (int waited = 0;; waited += 10) {
@@ -159,7 +160,8 @@ Test(views, conns_pairs_tokens_and_moves_cursors)
 	char out[8192];
 
 	cr_assert_eq(lism_out(&e, "conns", out, sizeof(out)), 0);
-	cr_assert(strstr(out, "shortcut") && strstr(out, "FIN-WAIT-2") && strstr(out, "CLOSE-WAIT"), "%s", out);
+	/* FIN-WAIT-1 until the peer's (maybe delayed) ACK of the FIN */
+	cr_assert(strstr(out, "shortcut") && strstr(out, "FIN-WAIT-") && strstr(out, "CLOSE-WAIT"), "%s", out);
 	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
 		cr_assert_lt(strlen(line), 80, "narrow line too wide: %s", line);
 	close(c);
@@ -620,7 +622,7 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	cr_assert_eq(metric(body, "lism_reaped_gone_total"), 0);
 	cr_assert_eq(metric(body, "lism_sweeps_total"), 0, "a sweep with no DMB ever taken");
 	/* host-wide (the tracepoint sees every TCP socket): present, not necessarily 0 */
-	cr_assert_geq(metric(body, "lism_backstop_recursion_misses_total"), 0);
+	(void)metric(body, "lism_backstop_recursion_misses_total");
 
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
