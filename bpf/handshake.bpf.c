@@ -894,11 +894,6 @@ out:
 SEC("tc")
 int lism_sweep_start(struct __sk_buff *skb)
 {
-	__u32 zero = 0;
-	struct lism_sweep *sw;
-
 	(void)skb;
-	sweep_arm();
-	sw = bpf_map_lookup_elem(&sweep, &zero);
-	return sw && sw->armed;
+	return sweep_arm();
 }

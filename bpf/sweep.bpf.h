@@ -27,7 +27,7 @@
 
 struct lism_sweep {
 	struct bpf_timer timer;
-	__u32 armed;     /* 1 while the timer runs; the next connect() that takes an entry arms it */
+	__u32 armed;     /* 1 while the timer runs; the next connect() that takes an entry (or load --upgrade) arms it */
 	__u32 next_slot; /* where the next tick goes on */
 };
 
@@ -120,19 +120,27 @@ static int sweep_tick(void *map, __u32 *key, struct lism_sweep *sw)
 	return 0;
 }
 
-/* An active end took an entry: make sure the sweep runs (one lookup when it does). */
-static __always_inline void sweep_arm(void)
+/*
+ * An active end took an entry (or load --upgrade restarts the sweep): make
+ * sure the sweep runs (one lookup when it does).  1 if it runs.
+ */
+static __always_inline int sweep_arm(void)
 {
 	__u32 zero = 0;
 	struct lism_sweep *sw = bpf_map_lookup_elem(&sweep, &zero);
 	long err;
 
-	if (!sw || sw->armed || __sync_val_compare_and_swap(&sw->armed, 0, 1) != 0)
-		return;
+	if (!sw)
+		return 0;
+	if (sw->armed || __sync_val_compare_and_swap(&sw->armed, 0, 1) != 0)
+		return 1;
 	err = bpf_timer_init(&sw->timer, &sweep, CLOCK_MONOTONIC); /* -EBUSY after the first time */
 	if ((err && err != -EBUSY) || bpf_timer_set_callback(&sw->timer, sweep_tick) ||
-	    bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0))
+	    bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0)) {
 		__sync_lock_test_and_set(&sw->armed, 0); /* the next socket tries again */
+		return 0;
+	}
+	return 1;
 }
 
 #endif
