@@ -13,9 +13,14 @@ Modes:
             when it is there
   lism      lism with its default policy, its daemon running as the DaemonSet
             runs it (`lism run`: /metrics, a summary line a minute)
-  lism-ab   lism --allow-blocking, only for the workloads whose client or
-            server uses blocking sockets (sockperf, iperf3), which lism's
-            default policy keeps on TCP (docs/semantics.md)
+  lism-ab   lism --allow-blocking --eager-senders, only for the workloads
+            whose client or server uses blocking sockets (sockperf, iperf3),
+            which lism's default policy keeps on TCP (docs/semantics.md):
+            everything engaged, also the one-way transfers whose writer the
+            default never makes a sender (include/lism/sender.h)
+  lism-eager  lism --eager-senders, only when BENCH_MODES names it: every
+            paired socket a sender from the handshake (the default before
+            senders joined after a reply), to compare with lism
 
 Environment: BENCH_QUICK=1 (one short round), BENCH_ROUNDS, BENCH_SECONDS,
 BENCH_ONLY=regex (workload names), BENCH_MODES=tcp,lism,..., PEER_SOCKMAP=dir.
@@ -286,6 +291,10 @@ def settle(idle_share=0.9, window=0.2, limit=5.0):
 
 # ---------------------------------------------------------------- modes
 
+LISM_MODES = ("lism", "lism-ab", "lism-eager")
+LISM_ARGS = {"lism": [], "lism-ab": ["--allow-blocking", "--eager-senders"], "lism-eager": ["--eager-senders"]}
+
+
 class Bench:
     def __init__(self):
         self.cg_root = cgroup2_mount()
@@ -328,14 +337,13 @@ class Bench:
             if self.daemon.wait(timeout=10):
                 raise RuntimeError("lism run exited %d on SIGTERM" % self.daemon.returncode)
             self.daemon = None
-        if self.mode in ("lism", "lism-ab"):
+        if self.mode in LISM_MODES:
             run([LISM, "unload", "--pin-path", self.pin, "--timeout", "10", "--force"])
         elif self.mode == "sockmap":
             self.peerctl("unload")
         self.mode = None
-        if mode in ("lism", "lism-ab"):
-            run([LISM, "load", "--pin-path", self.pin, "--cgroup", self.cg] +
-                (["--allow-blocking"] if mode == "lism-ab" else []))
+        if mode in LISM_MODES:
+            run([LISM, "load", "--pin-path", self.pin, "--cgroup", self.cg] + LISM_ARGS[mode])
             # the daemon adopts it, as on a node (its cost belongs in the numbers)
             self.daemon = subprocess.Popen([LISM, "run", "--pin-path", self.pin, "--metrics-addr",
                                             "127.0.0.1:%d" % (19435 + os.getpid() % 1000)],
@@ -346,18 +354,18 @@ class Bench:
 
     def sockops_run_time(self):
         """Total BPF run time (ns) of lism's sockops program, None when lism is not loaded."""
-        if self.mode not in ("lism", "lism-ab"):
+        if self.mode not in LISM_MODES:
             return None
         out = run(["bpftool", "-j", "prog", "show", "pinned", os.path.join(self.pin, "prog_sockops")]).stdout
         return json.loads(out).get("run_time_ns", 0)
 
     def lism_set(self, key, value):
         """`lism set KEY VALUE` on the loaded instance; nothing in other modes."""
-        if self.mode in ("lism", "lism-ab"):
+        if self.mode in LISM_MODES:
             run([LISM, "set", key, value, "--pin-path", self.pin])
 
     def stats(self):
-        if self.mode not in ("lism", "lism-ab"):
+        if self.mode not in LISM_MODES:
             return None
         return json.loads(run([LISM, "stats", "-j", "--pin-path", self.pin]).stdout)
 
@@ -470,7 +478,7 @@ def report(workloads, modes, res, extra, counters, elapsed):
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"info": info, "rows": rows, "lism_stats": counters}, f, indent=1)
 
-    head = "| workload | unit | TCP | plain sockmap | lism | lism --allow-blocking | lism/TCP | best lism/sockmap | target | met (default) | met (allow-blocking) |"
+    head = "| workload | unit | TCP | plain sockmap | lism | lism --allow-blocking --eager-senders | lism/TCP | best lism/sockmap | target | met (default) | met (all engaged) |"
     lines = [head, "|" + "---|" * 11]
     for row in rows:
         md = row["median"]
@@ -491,6 +499,13 @@ def report(workloads, modes, res, extra, counters, elapsed):
         lines.append("lism sockops BPF time per connection (both ends): " + ", ".join(
             "%s: %.1f us" % (label(k), v / 1000) for k, v in sorted(conn.items())))
     text = "\n".join(lines)
+    if "lism-eager" in modes:
+        extra_rows = ["| workload | lism | lism --eager-senders | lism / eager |", "|---|---|---|---|"]
+        for row in rows:
+            r = paired_ratio(res[row["workload"]], "lism", "lism-eager")
+            extra_rows.append("| %s | %s | %s | %s |" % (row["workload"], fmt(row["median"].get("lism")),
+                                                         fmt(row["median"].get("lism-eager")), fmt(r)))
+        text += "\n\n" + "\n".join(extra_rows)
     with open(os.path.join(OUT, "results.md"), "w") as f:
         f.write("Machine: %d vCPU, kernel %s, %s; %d rounds x %.0f s, a workload's modes back to back; "
                 "medians, ratios the median of each round's ratio.\n\n%s\n" %
@@ -553,7 +568,7 @@ set ylabel 'MB/s'
 set xtics norotate
 set yrange [*:*]
 set key top left
-plot '{out}/tp.dat' using 1:2 title 'TCP', '' using 1:3 title 'plain sockmap', '' using 1:4 title 'lism (default policy)', '' using 1:5 title 'lism --allow-blocking'
+plot '{out}/tp.dat' using 1:2 title 'TCP', '' using 1:3 title 'plain sockmap', '' using 1:4 title 'lism (default policy)', '' using 1:5 title 'lism --allow-blocking --eager-senders'
 """
     script = script.format(out=OUT)
     r = subprocess.run(["gnuplot"], input=script, text=True, stderr=subprocess.PIPE)

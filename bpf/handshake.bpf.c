@@ -18,6 +18,7 @@
  * packet from elsewhere cannot complete it.
  */
 #include "sweep.bpf.h"
+#include "sender.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -166,11 +167,14 @@ static __always_inline void sk_fallback(struct bpf_sock_ops *s, struct lism_sk *
 {
 	struct bpf_sock *sk = s->sk;
 
+	if (st->flags & LISM_SKF_UNSEEN) /* what it sent before its sends were seen */
+		account_unseen(st, sk ? bpf_skc_to_tcp_sock(sk) : NULL);
 	if (st->stream.passing) /* its sends no longer run the sk_msg program */
 		account_passed(st, sk ? bpf_skc_to_tcp_sock(sk) : NULL);
 	st->state = LISM_ST_FALLBACK;
 	st->reason = reason;
 	st->tx = LISM_TX_TCP;
+	st->sender = LISM_SND_NONE; /* no longer a member (a queued join then finds no token) */
 	reason_count(reason);
 	stat_add(LISM_S_FALLBACKS, 1);
 	if (e) {
@@ -278,7 +282,8 @@ static __always_inline void churn_score(struct bpf_sock_ops *s, const struct lis
 		return;
 	/* what went through the shortcut, and what went over TCP either way */
 	is_short = lism_churn_is_short(
-		lism_churn_units(st->sent, e->rx_msgs + s->data_segs_in,
+		lism_churn_units(st->sent, e->rx_msgs + s->data_segs_in +
+					   (st->sender == LISM_SND_JOINED ? 0 : s->data_segs_out),
 				 e->rx_bytes + s->bytes_received + s->bytes_acked),
 		now - e->created_ns);
 	if (is_short)
@@ -340,6 +345,8 @@ static void on_connect(struct bpf_sock_ops *s)
 	st->peer_token = 0;
 	st->tx = LISM_TX_TCP;
 	st->sent = 0;
+	st->flags = 0;
+	st->sender = LISM_SND_NONE;
 	if (!d->active) {
 		sk_fallback(s, st, NULL, LISM_R_INACTIVE);
 		return;
@@ -458,38 +465,31 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 	return re->token;
 }
 
+/* Leave both maps (a member that never became a sender is in one). */
+static __always_inline void leave(__u64 token)
+{
+	bpf_map_delete_elem(&senders, &token);
+	bpf_map_delete_elem(&shortcut, &token);
+}
+
 /*
  * An accepted member turned out to be in blocking mode (accept() does not
  * inherit the listener's O_NONBLOCK).  Its peer no longer redirects to it
  * (see shortcut.bpf.c), so once its shortcut queue is empty it can leave
- * the map and read with plain TCP again, blocking waits included.  Runs
- * from HDR_OPT_LEN_CB on the member's outgoing packets until it decides.
+ * the maps and read with plain TCP again, blocking waits included.  Runs
+ * on the member's outgoing packets until it decides (LISM_SKF_MODE_KNOWN).
  */
-static void check_member_mode(struct bpf_sock_ops *s)
+static __always_inline void check_member_mode(struct bpf_sock_ops *s, struct lism_sk *st)
 {
-	struct lism_device *d = lism_dev();
 	struct bpf_sock *sk = s->sk;
 	struct lism_dmb *e, *pe;
 	const struct sock *ksk;
-	struct lism_sk *st;
 	struct file *f;
 	unsigned int fl;
-	__u64 key, ud, ptoken;
+	__u64 ud, ptoken;
 
-	if (!d || !sk)
+	if (!sk)
 		return;
-	st = bpf_sk_storage_get(&socks, sk, 0, 0);
-	/*
-	 * Only a passive member decides here.  This callback also runs for a
-	 * client in SYN_SENT (tcp_current_mss calls it without a packet), whose
-	 * flag must stay on for its SYN retransmissions to carry the option.
-	 */
-	if (!st || st->role != LISM_ROLE_PASSIVE || st->state != LISM_ST_CONFIRMED || !st->token)
-		return;
-	if (st->flags & LISM_SKF_ALLOW_BLOCKING) {
-		cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
-		return;
-	}
 	ksk = (const struct sock *)bpf_skc_to_tcp_sock(sk);
 	if (!ksk)
 		return;
@@ -497,29 +497,62 @@ static void check_member_mode(struct bpf_sock_ops *s)
 	if (!f)
 		return; /* not accepted yet */
 	if (bpf_core_read(&fl, sizeof(fl), &f->f_flags) || (fl & O_NONBLOCK)) {
-		cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
+		st->flags |= LISM_SKF_MODE_KNOWN;
 		return;
 	}
 	e = dmb_by_token(st->token);
 	/*
-	 * Leave only once the peer's sender has seen us blocking (it then sends
-	 * over TCP, so no redirect of its can be in flight to us) and our
-	 * shortcut queue is empty (leaving drops what is unread).
+	 * Leave only once no redirect of the peer's can be in flight to us:
+	 * it never became a sender, or its sender has seen us blocking (it
+	 * then sends over TCP); once our shortcut queue is empty (leaving
+	 * drops what is unread); and not while the join timer may be adding
+	 * us to the senders.
 	 */
-	if (!e || !(e->conn_flags & LISM_CONN_SEEN_BLOCKING))
+	if (!e || st->sender == LISM_SND_QUEUED ||
+	    ((e->conn_flags & LISM_CONN_PEER_SENDS) && !(e->conn_flags & LISM_CONN_SEEN_BLOCKING)))
 		return;
 	ud = (__u64)BPF_CORE_READ(ksk, sk_user_data) & ~SK_USER_DATA_FLAGS;
 	if (ud && BPF_CORE_READ((struct sk_psock *)ud, msg_tot_len))
 		return; /* next packet */
-	key = st->token;
 	ptoken = st->peer_token;
-	bpf_map_delete_elem(&shortcut, &key);
+	leave(st->token);
 	sk_fallback(s, st, e, LISM_R_BLOCKING);
+	st->flags |= LISM_SKF_MODE_KNOWN;
 	pe = dmb_by_token(ptoken);
 	if (pe && __sync_val_compare_and_swap(&pe->state, LISM_ST_CONFIRMED, LISM_ST_FALLBACK) ==
 			  LISM_ST_CONFIRMED) {
 		pe->reason = LISM_R_PEER_DECLINED;
 		pe->peer_reason = LISM_R_BLOCKING;
+	}
+}
+
+/*
+ * An outgoing packet of a member (HDR_OPT_LEN_CB, while the flag is on):
+ * a passive member's blocking mode, and whether data went both ways yet
+ * (sender.h).  The callback is switched off once neither needs it.
+ */
+static void on_member_packet(struct bpf_sock_ops *s)
+{
+	struct bpf_sock *sk = s->sk;
+	struct lism_sk *st;
+
+	if (!sk)
+		return;
+	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	/*
+	 * This callback also runs for a client in SYN_SENT (tcp_current_mss
+	 * calls it without a packet), whose flag must stay on for its SYN
+	 * retransmissions to carry the option.
+	 */
+	if (!st || st->state == LISM_ST_PROPOSED)
+		return;
+	if (st->token && (st->state == LISM_ST_READY || st->state == LISM_ST_CONFIRMED)) {
+		if (!(st->flags & LISM_SKF_MODE_KNOWN) && st->role == LISM_ROLE_PASSIVE)
+			check_member_mode(s, st);
+		if (st->token && st->sender == LISM_SND_WATCH)
+			sender_watch(s, st);
+		if (!(st->flags & LISM_SKF_MODE_KNOWN) || st->sender == LISM_SND_WATCH)
+			return;
 	}
 	cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
 }
@@ -532,7 +565,7 @@ static void on_hdr_opt_len(struct bpf_sock_ops *s)
 	struct addr6 r;
 
 	if (!(flags & TCPHDR_SYN)) {
-		check_member_mode(s);
+		on_member_packet(s);
 		return;
 	}
 	if (!(flags & TCPHDR_ACK)) { /* our SYN */
@@ -603,16 +636,38 @@ static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b)
 	emit_event(LISM_EV_CONFIRM, LISM_R_NONE, a);
 }
 
-/* Join the shortcut map under our own token. */
+/*
+ * Join the shortcut map under our own token: from now on the peer may
+ * redirect to us.  Our own sends run the data path once we are a sender
+ * too: at once with --eager-senders, else when data went both ways
+ * (sender.h), watched from our outgoing packets.
+ */
 static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device *d,
 				struct lism_dmb *e, struct lism_sk *st)
 {
+	struct bpf_sock *sk = s->sk;
 	__u64 key = st->token;
 
-	if (bpf_sock_hash_update(s, &shortcut, &key, BPF_NOEXIST))
+	if (!sk || bpf_sock_hash_update(s, &shortcut, &key, BPF_NOEXIST))
 		return -1;
 	st->flags = ((d->flags & LISM_DEV_F_ALLOW_BLOCKING) ? LISM_SKF_ALLOW_BLOCKING : 0) |
-		    ((d->flags & LISM_DEV_F_NO_STREAM_DETECT) ? LISM_SKF_NO_STREAM_DETECT : 0);
+		    ((d->flags & LISM_DEV_F_NO_STREAM_DETECT) ? LISM_SKF_NO_STREAM_DETECT : 0) |
+		    (st->role == LISM_ROLE_ACTIVE || (d->flags & LISM_DEV_F_ALLOW_BLOCKING) ?
+			     LISM_SKF_MODE_KNOWN : 0);
+	if (d->flags & LISM_DEV_F_EAGER_SENDERS) {
+		if (bpf_sock_hash_update(s, &senders, &key, BPF_NOEXIST)) {
+			bpf_map_delete_elem(&shortcut, &key);
+			return -1;
+		}
+		st->sender = LISM_SND_JOINED;
+	} else {
+		struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+
+		st->sender = LISM_SND_WATCH;
+		start_unseen(st, tp);
+		sender_sizes_start(s, st, tp);
+		cb_flags(s, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG, 0);
+	}
 	if (st->role == LISM_ROLE_PASSIVE) /* the active end published itself at connect() */
 		set_owner(s, e, st->slot);
 	return 0;
@@ -670,6 +725,8 @@ static void on_active_established(struct bpf_sock_ops *s)
 	}
 	st->peer_token = o.token;
 	st->peer_slot = lism_token_slot(o.token);
+	if (st->sender == LISM_SND_JOINED) /* --eager-senders */
+		mark_peer_receives(st);
 	st->tx = LISM_TX_SYNC;
 	st->state = LISM_ST_READY;
 	se->state = LISM_ST_READY;
@@ -687,7 +744,7 @@ static __always_inline void decline_active(struct lism_dmb *se, __u64 stoken, __
 	    __sync_val_compare_and_swap(&se->state, LISM_ST_READY, LISM_ST_FALLBACK) != LISM_ST_READY)
 		return;
 	se->peer_reason = why;
-	bpf_map_delete_elem(&shortcut, &stoken);
+	leave(stoken);
 	se->reason = LISM_R_PEER_DECLINED;
 	reason_count(LISM_R_PEER_DECLINED);
 	stat_add(LISM_S_FALLBACKS, 1);
@@ -746,6 +803,8 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	}
 	st->peer_token = o.token;
 	st->peer_slot = lism_token_slot(o.token);
+	if (st->sender == LISM_SND_JOINED) /* --eager-senders */
+		mark_peer_receives(st);
 	st->tx = LISM_TX_SYNC;
 	st->state = LISM_ST_CONFIRMED;
 	confirm(re, se);
@@ -780,6 +839,8 @@ static void on_state(struct bpf_sock_ops *s)
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	if (!st || !st->token)
 		return;
+	if (st->flags & LISM_SKF_UNSEEN) /* it sent over TCP before its sends were seen */
+		account_unseen(st, bpf_skc_to_tcp_sock(sk));
 	if (st->stream.passing) /* no send of ours runs the sk_msg program any more */
 		account_passed(st, bpf_skc_to_tcp_sock(sk));
 	e = dmb_by_token(st->token);
@@ -834,6 +895,9 @@ int lism_sockops(struct bpf_sock_ops *s)
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
 		on_state(s);
+		break;
+	case BPF_SOCK_OPS_TSTAMP_SENDMSG_CB:
+		on_member_send(s);
 		break;
 	}
 	return 1;
@@ -896,4 +960,17 @@ int lism_sweep_start(struct __sk_buff *skb)
 {
 	(void)skb;
 	return sweep_arm();
+}
+
+/*
+ * Sets the sender join timer's callback (sender.bpf.h), run by the loader
+ * through BPF_PROG_RUN at load and at load --upgrade, like
+ * lism_sweep_start: the callback is verified as a tc program's, which may
+ * update sockmaps.  Returns 1 when the timer is ready.
+ */
+SEC("tc")
+int lism_sender_start(struct __sk_buff *skb)
+{
+	(void)skb;
+	return sender_start();
 }

@@ -19,6 +19,7 @@
 #include "lism/hist.h"
 #include "lism/option.h"
 #include "lism/reason.h"
+#include "lism/sender.h"
 #include "lism/token.h"
 
 #define AF_INET 2
@@ -222,6 +223,45 @@ static __always_inline void account_passed(struct lism_sk *st, const struct tcp_
 	if (me && me->token == st->token)
 		me->tx_tcp_bytes += passed;
 	stat_add(LISM_S_TCP_BYTES, passed);
+}
+
+/*
+ * Account what a member sent before its sends ran the sk_msg program
+ * (sender.h): at its first send as a sender, or when it stops sending.
+ */
+static __always_inline void account_unseen(struct lism_sk *st, const struct tcp_sock *tp)
+{
+	struct lism_dmb *me;
+	__u64 unseen;
+
+	if (!(st->flags & LISM_SKF_UNSEEN) || !tp)
+		return;
+	st->flags &= ~LISM_SKF_UNSEEN;
+	unseen = lism_sender_written(tp->bytes_acked, tp->snd_una, tp->write_seq) - st->unseen_acked;
+	if (!unseen || (__s64)unseen < 0)
+		return;
+	me = dmb_get(st->slot);
+	if (me && me->token == st->token)
+		me->tx_tcp_bytes += unseen;
+	stat_add(LISM_S_TCP_BYTES, unseen);
+}
+
+/* A sender's peer may receive redirects from now on (LISM_CONN_PEER_SENDS). */
+static __always_inline void mark_peer_receives(const struct lism_sk *st)
+{
+	struct lism_dmb *pe = dmb_by_token(st->peer_token);
+
+	if (pe && !(pe->conn_flags & LISM_CONN_PEER_SENDS))
+		__sync_fetch_and_or(&pe->conn_flags, LISM_CONN_PEER_SENDS);
+}
+
+/* From now on its sends go to TCP unseen until it joins the senders (sender.h). */
+static __always_inline void start_unseen(struct lism_sk *st, const struct tcp_sock *tp)
+{
+	if (!tp)
+		return;
+	st->unseen_acked = lism_sender_written(tp->bytes_acked, tp->snd_una, tp->write_seq);
+	st->flags |= LISM_SKF_UNSEEN;
 }
 
 static __always_inline void emit_event_at(__u8 type, __u8 reason, const struct lism_dmb *e,

@@ -113,6 +113,8 @@ int lism_msg(struct sk_msg_md *msg)
 		return SK_PASS;
 	lism_churn_count_send(&st->sent, size);
 	tp = bpf_skc_to_tcp_sock(sk);
+	if (st->flags & LISM_SKF_UNSEEN) /* its first send as a sender (sender.h) */
+		account_unseen(st, tp);
 	if (st->stream.passing)
 		account_passed(st, tp);
 	slot = st->peer_slot;

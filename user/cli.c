@@ -64,7 +64,7 @@ void lism_usage(FILE *f)
 		"           [--cgroup PATH] [--max-dmbs N] [--dmb-size BYTES] [--local-cidr CIDR]...\n"
 		"           [--exclude-cidr CIDR]... [--exclude-port PORT]... [--include-port PORT]...\n"
 		"           [--allow-blocking] [--no-stream-detect] [--no-churn-detect]\n"
-		"           [--churn-window MS] [--upgrade] [--mount-bpffs]\n"
+		"           [--churn-window MS] [--eager-senders] [--upgrade] [--mount-bpffs]\n"
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
 		"           [--timeout SECONDS] [--force]\n"
 		"  status   the loopback-ism device, like smcd device   [-j]\n"
@@ -269,6 +269,7 @@ enum {
 	OPT_UPGRADE,
 	OPT_NO_STREAM_DETECT,
 	OPT_NO_CHURN_DETECT,
+	OPT_EAGER_SENDERS,
 	OPT_CHURN_WINDOW,
 	OPT_IFACE,
 	OPT_TYPE,
@@ -294,6 +295,7 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 	case OPT_ALLOW_BLOCKING:
 	case OPT_NO_STREAM_DETECT:
 	case OPT_NO_CHURN_DETECT:
+	case OPT_EAGER_SENDERS:
 	case OPT_CHURN_WINDOW:
 	case OPT_MOUNT_BPFFS:
 	case OPT_EXCLUDE_PORT:
@@ -396,6 +398,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "allow-blocking", no_argument, NULL, OPT_ALLOW_BLOCKING },
 		{ "no-stream-detect", no_argument, NULL, OPT_NO_STREAM_DETECT },
 		{ "no-churn-detect", no_argument, NULL, OPT_NO_CHURN_DETECT },
+		{ "eager-senders", no_argument, NULL, OPT_EAGER_SENDERS },
 		{ "churn-window", required_argument, NULL, OPT_CHURN_WINDOW },
 		{ "mount-bpffs", no_argument, NULL, OPT_MOUNT_BPFFS },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -541,6 +544,9 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			break;
 		case OPT_NO_CHURN_DETECT:
 			o->no_churn_detect = 1;
+			break;
+		case OPT_EAGER_SENDERS:
+			o->eager_senders = 1;
 			break;
 		case OPT_CHURN_WINDOW:
 			if (lism_parse_u32(arg, 0, LISM_CHURN_WINDOW_MAX_MS, &o->churn_window_ms))

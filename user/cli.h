@@ -82,6 +82,7 @@ struct lism_opts {
 	int allow_blocking;
 	int no_stream_detect; /* every send may take the shortcut (see include/lism/stream.h) */
 	int no_churn_detect;  /* every connection may engage (see include/lism/churn.h) */
+	int eager_senders;    /* sends run the data path from the handshake on (include/lism/sender.h) */
 	__u32 churn_window_ms;
 	int mount_bpffs;
 	int upgrade;

@@ -116,9 +116,19 @@ void lism_fmt_endpoint(const __u8 addr[16], __u16 port, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-static const char *tx_name(__u8 tx)
+/* How its sends travel: a member that is not a sender yet sends over TCP unseen (sender.h). */
+static const char *tx_name(const struct lism_sk *st)
 {
-	return tx == LISM_TX_SHORTCUT ? "shortcut" : tx == LISM_TX_SYNC ? "sync" : "tcp";
+	if (st->sender != LISM_SND_NONE && st->sender != LISM_SND_JOINED)
+		return "tcp";
+	return st->tx == LISM_TX_SHORTCUT ? "shortcut" : st->tx == LISM_TX_SYNC ? "sync" : "tcp";
+}
+
+const char *lism_sender_name(__u8 sender)
+{
+	static const char *const names[] = { "none", "watch", "queued", "joined", "one-way" };
+
+	return sender < sizeof(names) / sizeof(names[0]) ? names[sender] : "?";
 }
 
 /* Consumer cursor now: everything received minus what is still unread. */
@@ -176,7 +186,7 @@ void lism_conn_format(const struct lism_conn *c, int wide, char *buf, size_t len
 		snprintf(tx, sizeof(tx), "%llu", (unsigned long long)c->peer.rx_bytes);
 	snprintf(proc, sizeof(proc), "%u/%s", c->row.pid, c->row.comm);
 	snprintf(buf, len, WIDE, lism_tcp_state_name(c->row.tcp_state), local, peer, mode,
-		 tx_name(c->row.st.tx), tok, ptok, dmb, prod, cons, unread, rx, tx, proc);
+		 tx_name(&c->row.st), tok, ptok, dmb, prod, cons, unread, rx, tx, proc);
 }
 
 static struct json_object *jcursor(struct lism_cursor cur)
@@ -242,7 +252,8 @@ struct json_object *lism_conn_json(const struct lism_conn *c)
 	json_object_object_add(o, "reason", json_object_new_string(lism_reason_name(reason)));
 	json_object_object_add(o, "reason_code", json_object_new_int((int)reason));
 	json_object_object_add(o, "role", json_object_new_string(roles[c->row.st.role & 3]));
-	json_object_object_add(o, "tx", json_object_new_string(tx_name(c->row.st.tx)));
+	json_object_object_add(o, "tx", json_object_new_string(tx_name(&c->row.st)));
+	json_object_object_add(o, "sender", json_object_new_string(lism_sender_name(c->row.st.sender)));
 	json_object_object_add(o, "token", lism_json_token(c->row.st.token));
 	json_object_object_add(o, "peer_token", lism_json_token(c->row.st.peer_token));
 	json_object_object_add(o, "unread", json_object_new_uint64(c->row.unread));

@@ -184,7 +184,7 @@ out:
 	return err;
 }
 
-int lism_shortcut_map_count(const struct lism_instance *in, __u32 limit, __u32 *out)
+static int sockhash_count(int fd, __u32 limit, __u32 *out)
 {
 	__u64 key, next;
 	void *prev = NULL;
@@ -196,12 +196,29 @@ int lism_shortcut_map_count(const struct lism_instance *in, __u32 limit, __u32 *
 	 * caller needs).
 	 */
 	*out = 0;
-	while (*out < limit && !bpf_map_get_next_key(in->shortcut_fd, prev, &next)) {
+	while (*out < limit && !bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
 		(*out)++;
 	}
 	return *out >= limit || errno == ENOENT ? 0 : -errno;
+}
+
+int lism_shortcut_map_count(const struct lism_instance *in, __u32 limit, __u32 *out)
+{
+	return sockhash_count(in->shortcut_fd, limit, out);
+}
+
+/* Members whose sends run the data path (the senders map), at most the table's size. */
+static int senders_count(const struct lism_instance *in, __u32 limit, __u32 *out)
+{
+	int fd = lism_pin_open(in->pin_path, "senders"), err;
+
+	if (fd < 0)
+		return fd;
+	err = sockhash_count(fd, limit, out);
+	close(fd);
+	return err;
 }
 
 /* The event types whose lease runs now (abi.h); 0 when unreadable. */
@@ -261,6 +278,8 @@ int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
 		err = lism_percpu_sum(in->sizes_fd, s->sizes, LISM_HIST_BUCKETS);
 	if (!err)
 		err = scan_table(in, s->dev.capacity, &s->confirmed, &s->shortcut_sockets);
+	if (!err)
+		err = senders_count(in, s->dev.capacity, &s->sender_sockets);
 	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_SOCKOPS))
 		s->attached = access(path, F_OK) == 0;
 	if (!err)

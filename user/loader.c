@@ -120,7 +120,8 @@ static int init_device(struct lism_bpf *skel, const struct lism_opts *o, const c
 	d.flags = (o->allow_blocking ? LISM_DEV_F_ALLOW_BLOCKING : 0) |
 		  (o->n_include_ports ? LISM_DEV_F_INCLUDE_PORTS : 0) |
 		  (o->no_stream_detect ? LISM_DEV_F_NO_STREAM_DETECT : 0) |
-		  (o->no_churn_detect ? LISM_DEV_F_NO_CHURN_DETECT : 0);
+		  (o->no_churn_detect ? LISM_DEV_F_NO_CHURN_DETECT : 0) |
+		  (o->eager_senders ? LISM_DEV_F_EAGER_SENDERS : 0);
 	d.loaded_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
 	/* for views only: an overlong path is shown truncated */
 	if (snprintf(d.cgroup, sizeof(d.cgroup), "%s", cgroup) >= (int)sizeof(d.cgroup))
@@ -202,6 +203,9 @@ static int pin_programs(struct lism_bpf *skel, const char *dir, int replace)
 	/* so that views read its recursion misses by pin: an id lookup needs CAP_SYS_ADMIN */
 	if (!err)
 		err = pin_at(dir, LISM_PIN_PROG_DESTROY, pin_prog, skel->progs.lism_destroy, replace);
+	/* the sender join timer's callback is this program's: its id shows which one runs */
+	if (!err)
+		err = pin_at(dir, LISM_PIN_PROG_SENDER, pin_prog, skel->progs.lism_sender_start, replace);
 	if (err)
 		lism_err("pinning the programs failed: %s", strerror(-err));
 	return err;
@@ -265,6 +269,28 @@ static int restart_sweep(struct lism_bpf *skel)
 }
 
 /*
+ * The timer that makes members senders (bpf/sender.bpf.h) runs the callback
+ * lism_sender_start sets; the handshake program can only start it.  At an
+ * upgrade the new program's callback replaces the old one in place
+ * (bpf_timer_set_callback on a live timer), so nothing queued is dropped
+ * and a failure leaves the old callback working.
+ */
+static int start_sender_joins(struct lism_bpf *skel)
+{
+	char frame[14] = { 0 }; /* BPF_PROG_RUN of a tc program wants an Ethernet header; unread */
+	LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = frame, .data_size_in = sizeof(frame));
+	int err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.lism_sender_start), &run);
+
+	if (err || run.retval != 1) {
+		lism_err("starting the sender join timer failed: %s",
+			 err ? strerror(-err) : "the kernel refused the timer");
+		lism_hint("without it no connection's sends would use the shortcut");
+		return err ? err : -EINVAL;
+	}
+	return 0;
+}
+
+/*
  * lism load --upgrade: new programs over a running instance of the same
  * layout.  The maps are the pinned ones (libbpf reuses them), so state,
  * GID, settings and every connection stay.  The cgroup link switches to the
@@ -306,6 +332,8 @@ static int upgrade(const struct lism_opts *o)
 	bpf_map__set_max_entries(skel->maps.dmb_owner, d.capacity);
 	bpf_map__set_max_entries(skel->maps.dmb_free, d.capacity);
 	bpf_map__set_max_entries(skel->maps.shortcut, d.capacity);
+	bpf_map__set_max_entries(skel->maps.senders, d.capacity);
+	bpf_map__set_max_entries(skel->maps.sender_queue, d.capacity);
 	bpf_object__for_each_map(map, skel->obj) {
 		if (bpf_map__is_internal(map))
 			continue;
@@ -325,10 +353,13 @@ static int upgrade(const struct lism_opts *o)
 		goto out;
 	}
 	if (bpf_prog_attach(bpf_program__fd(skel->progs.lism_msg),
-			    bpf_map__fd(skel->maps.shortcut), BPF_SK_MSG_VERDICT, 0)) {
+			    bpf_map__fd(skel->maps.senders), BPF_SK_MSG_VERDICT, 0)) {
 		lism_err("attaching the new sk_msg program failed: %s", strerror(errno));
 		goto out;
 	}
+	/* before the switch: if it fails, the old programs and their timer stay as they were */
+	if (start_sender_joins(skel))
+		goto out;
 	if (lism_pin_join(path, sizeof(path), o->pin_path, LISM_PIN_LINK_SOCKOPS))
 		goto out;
 	linkfd = bpf_obj_get(path);
@@ -441,6 +472,8 @@ int lism_cmd_load(const struct lism_opts *o)
 	bpf_map__set_max_entries(skel->maps.dmb_owner, o->max_dmbs);
 	bpf_map__set_max_entries(skel->maps.dmb_free, o->max_dmbs);
 	bpf_map__set_max_entries(skel->maps.shortcut, o->max_dmbs);
+	bpf_map__set_max_entries(skel->maps.senders, o->max_dmbs);
+	bpf_map__set_max_entries(skel->maps.sender_queue, o->max_dmbs);
 	bpf_object__for_each_map(map, skel->obj) {
 		if (bpf_map__is_internal(map))
 			continue; /* constants, not state */
@@ -473,10 +506,12 @@ int lism_cmd_load(const struct lism_opts *o)
 	}
 	/* Data path first: a socket joining the map takes the map's programs with it. */
 	if (bpf_prog_attach(bpf_program__fd(skel->progs.lism_msg),
-			    bpf_map__fd(skel->maps.shortcut), BPF_SK_MSG_VERDICT, 0)) {
-		lism_err("attaching the sk_msg program to the shortcut map failed: %s", strerror(errno));
+			    bpf_map__fd(skel->maps.senders), BPF_SK_MSG_VERDICT, 0)) {
+		lism_err("attaching the sk_msg program to the senders map failed: %s", strerror(errno));
 		goto cleanup;
 	}
+	if (start_sender_joins(skel))
+		goto cleanup;
 	if (pin_programs(skel, o->pin_path, 0))
 		goto cleanup;
 	link = bpf_program__attach_cgroup(skel->progs.lism_sockops, cgfd);
@@ -517,7 +552,7 @@ cleanup:
 static int remove_instance(const struct lism_instance *in)
 {
 	char path[PATH_MAX];
-	int fd, err = 0, rm;
+	int fd, senders, err = 0, rm;
 
 	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_SOCKOPS)) {
 		fd = bpf_obj_get(path);
@@ -529,11 +564,14 @@ static int remove_instance(const struct lism_instance *in)
 	}
 	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_PROG_MSG)) {
 		fd = bpf_obj_get(path);
-		if (fd >= 0) {
-			if (bpf_prog_detach2(fd, in->shortcut_fd, BPF_SK_MSG_VERDICT) && errno != ENOENT)
-				err = -errno;
+		senders = lism_pin_open(in->pin_path, "senders");
+		if (fd >= 0 && senders >= 0 &&
+		    bpf_prog_detach2(fd, senders, BPF_SK_MSG_VERDICT) && errno != ENOENT)
+			err = -errno;
+		if (fd >= 0)
 			close(fd);
-		}
+		if (senders >= 0)
+			close(senders);
 	}
 	/* the fast path's attachments, in this network namespace */
 	rm = lism_fastpath_remove(in->pin_path);

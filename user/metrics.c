@@ -43,6 +43,8 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 	      s->dev.dmb_size);
 	gauge(f, "lism_connections_confirmed", "Connections using the shortcut now.", s->confirmed);
 	gauge(f, "lism_shortcut_sockets", "Sockets in the shortcut map.", s->shortcut_sockets);
+	gauge(f, "lism_sender_sockets", "Sockets whose sends run the shortcut's data path (the senders map).",
+	      s->sender_sockets);
 	counter(f, "lism_proposals_sent_total", "SYNs that carried the lism option.",
 		st[LISM_S_PROPOSALS_SENT]);
 	counter(f, "lism_proposals_received_total", "SYNs with the lism option seen by a listener.",
@@ -63,6 +65,13 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		"DMBs the sweep released: their socket was freed and neither its close nor its destroy was seen.",
 		st[LISM_S_REAPED_GONE]);
 	counter(f, "lism_sweeps_total", "Full passes of the sweep over the DMB table.", st[LISM_S_SWEEPS]);
+	counter(f, "lism_senders_joined_total",
+		"Members whose sends joined the data path once data went both ways.", st[LISM_S_SENDERS_JOINED]);
+	counter(f, "lism_senders_one_way_total",
+		"Members that moved data one way only for long and stay on plain TCP.", st[LISM_S_SENDERS_ONE_WAY]);
+	counter(f, "lism_sender_join_fails_total",
+		"Sender joins the kernel refused (socket no longer established) or that found the queue full.",
+		st[LISM_S_SENDER_JOIN_FAILS]);
 	if (s->backstop_misses_known)
 		counter(f, "lism_backstop_recursion_misses_total",
 			"TCP socket destroys, host-wide, the tcp_destroy_sock backstop missed because it was "

@@ -19,6 +19,7 @@
 #define LISM_PIN_PROG_MSG "prog_msg"
 #define LISM_PIN_PROG_ITER "prog_iter_socks"
 #define LISM_PIN_PROG_DESTROY "prog_destroy"
+#define LISM_PIN_PROG_SENDER "prog_sender_start"
 #define LISM_PIN_LINK_SOCKOPS "link_sockops"
 #define LISM_PIN_LINK_DESTROY "link_destroy"
 

@@ -85,6 +85,10 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "  peer not in the map", (unsigned long long)st[LISM_S_REDIRECT_MISS]);
 	fprintf(f, ROW, "  streaming (TCP is faster)", (unsigned long long)st[LISM_S_STREAM_TCP]);
 	fprintf(f, ROW, "streams detected", (unsigned long long)st[LISM_S_STREAM_HOLDS]);
+	fprintf(f, "Senders (sends through the data path)\n");
+	fprintf(f, ROW, "joined (data went both ways)", (unsigned long long)st[LISM_S_SENDERS_JOINED]);
+	fprintf(f, ROW, "one-way, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_ONE_WAY]);
+	fprintf(f, ROW, "joins refused or lost", (unsigned long long)st[LISM_S_SENDER_JOIN_FAILS]);
 	fprintf(f, "Shortcut send sizes\n");
 	for (unsigned int b = 0; b < LISM_HIST_BUCKETS; b++) {
 		lism_hist_label(b, label, sizeof(label));
@@ -114,6 +118,9 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	add_u64(o, "reaped_orphans", st[LISM_S_REAPED_ORPHANS]);
 	add_u64(o, "reaped_gone", st[LISM_S_REAPED_GONE]);
 	add_u64(o, "sweeps", st[LISM_S_SWEEPS]);
+	add_u64(o, "senders_joined", st[LISM_S_SENDERS_JOINED]);
+	add_u64(o, "senders_one_way", st[LISM_S_SENDERS_ONE_WAY]);
+	add_u64(o, "sender_join_fails", st[LISM_S_SENDER_JOIN_FAILS]);
 	add_u64(o, "token_lost", st[LISM_S_TOKEN_LOST]);
 	add_u64(o, "short_conns", st[LISM_S_SHORT_CONNS]);
 	add_u64(o, "dmbs_in_use", s->usage.dmbs_in_use > 0 ? (__u64)s->usage.dmbs_in_use : 0);

@@ -41,6 +41,15 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 	else
 		fprintf(f, "on (window %u ms, %llu connections skipped)\n", s->dev.churn_window_ms,
 			(unsigned long long)s->reasons[LISM_R_SHORT_LIVED]);
+	if (s->dev.flags & LISM_DEV_F_EAGER_SENDERS)
+		fprintf(f, "  senders: eager (every member's sends run the data path from the handshake), %u now\n",
+			s->sender_sockets);
+	else
+		fprintf(f, "  senders: after 4 data segments each way (timer %s), %u now; %llu joined, %llu one-way on TCP, "
+			"%llu refused\n", s->usage.sender_timer ? "ready" : "NOT READY: sends stay on TCP",
+			s->sender_sockets, (unsigned long long)s->stats[LISM_S_SENDERS_JOINED],
+			(unsigned long long)s->stats[LISM_S_SENDERS_ONE_WAY],
+			(unsigned long long)s->stats[LISM_S_SENDER_JOIN_FAILS]);
 	if (s->backstop && s->backstop_misses_known)
 		fprintf(f, "  backstop: tcp_destroy_sock, %llu destroys missed host-wide (recursion); ",
 			(unsigned long long)s->backstop_misses);
@@ -93,6 +102,7 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	add_u64(o, "dmbs_hwm", s->usage.dmbs_hwm < 0 ? 0 : (__u64)s->usage.dmbs_hwm);
 	add_u64(o, "confirmed", s->confirmed);
 	add_u64(o, "shortcut_sockets", s->shortcut_sockets);
+	add_u64(o, "sender_sockets", s->sender_sockets);
 	add_u64(o, "proposals_sent", s->stats[LISM_S_PROPOSALS_SENT]);
 	add_u64(o, "proposals_received", s->stats[LISM_S_PROPOSALS_RECV]);
 	add_u64(o, "accepts_sent", s->stats[LISM_S_ACCEPTS_SENT]);
@@ -112,6 +122,12 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	add_u64(o, "reaped_orphans", s->stats[LISM_S_REAPED_ORPHANS]);
 	add_u64(o, "reaped_gone", s->stats[LISM_S_REAPED_GONE]);
 	add_u64(o, "sweeps", s->stats[LISM_S_SWEEPS]);
+	json_object_object_add(o, "eager_senders",
+			       json_object_new_boolean(s->dev.flags & LISM_DEV_F_EAGER_SENDERS));
+	json_object_object_add(o, "sender_timer", json_object_new_boolean(s->usage.sender_timer));
+	add_u64(o, "senders_joined", s->stats[LISM_S_SENDERS_JOINED]);
+	add_u64(o, "senders_one_way", s->stats[LISM_S_SENDERS_ONE_WAY]);
+	add_u64(o, "sender_join_fails", s->stats[LISM_S_SENDER_JOIN_FAILS]);
 	json_object_object_add(o, "backstop", json_object_new_boolean(s->backstop));
 	json_object_object_add(o, "backstop_recursion_misses",
 			       s->backstop_misses_known ? json_object_new_uint64(s->backstop_misses) : NULL);

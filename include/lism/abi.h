@@ -12,7 +12,7 @@
 #include "cursor.h"
 #include "stream.h"
 
-#define LISM_LAYOUT_VERSION 5
+#define LISM_LAYOUT_VERSION 6
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -27,6 +27,7 @@
 #define LISM_DEV_F_INCLUDE_PORTS (1u << 1)  /* only server ports marked LISM_PORT_INCLUDE */
 #define LISM_DEV_F_NO_STREAM_DETECT (1u << 2) /* every send may take the shortcut (stream.h off) */
 #define LISM_DEV_F_NO_CHURN_DETECT (1u << 3) /* every connection may engage (churn.h off) */
+#define LISM_DEV_F_EAGER_SENDERS (1u << 4) /* members become senders at the handshake (sender.h off) */
 
 /* The "ports" map: per server port (the listener's port), LISM_PORT_* flags. */
 #define LISM_PORT_INCLUDE (1u << 0)
@@ -53,6 +54,8 @@ struct lism_device {
 struct lism_usage {
 	__s64 dmbs_in_use;
 	__s64 dmbs_hwm;    /* high-water mark of dmbs_in_use */
+	__u32 sender_timer; /* 1 once lism_sender_start set the sender join timer's callback */
+	__u32 pad0;
 };
 
 enum lism_role {
@@ -86,6 +89,8 @@ enum lism_tx {
 #define LISM_CONN_ABORT (1u << 2)        /* this end was reset */
 #define LISM_CONN_SEEN_BLOCKING (1u << 3) /* the peer's sender found this end's reader blocking
 					     and sent over TCP: nothing of its is in flight to it */
+#define LISM_CONN_PEER_SENDS (1u << 4)    /* the peer became a sender (sender.h): it may redirect
+					     to this end; until then nothing of its can be in flight */
 
 /* The "dmbs" map (token table), indexed by the token's slot. */
 struct lism_dmb {
@@ -126,13 +131,33 @@ struct lism_sk {
 	__u8 tx;             /* enum lism_tx */
 	__u8 flags;          /* LISM_SKF_* */
 	__u8 sent;           /* sends made, in churn units, saturating (churn.h) */
-	__u8 pad0[2];
+	__u8 sender;         /* enum lism_sender: whether our sends run the data path yet */
+	__u8 pad0;
 	struct lism_stream stream; /* adaptive engagement of our sends (stream.h) */
+	__u64 unseen_acked;  /* tcp bytes_acked when its sends stopped being seen (sender.h) */
+	__u64 sizes_bytes;   /* bytes of its first sends as a member, measured one by one (sender.h) */
+	__u32 sizes_seq;     /* write_seq after the last of them */
+	__u32 sizes_sends;   /* how many */
 };
 
 /* lism_sk.flags */
 #define LISM_SKF_ALLOW_BLOCKING (1u << 0) /* --allow-blocking was in force when it joined */
 #define LISM_SKF_NO_STREAM_DETECT (1u << 1) /* --no-stream-detect was in force when it joined */
+#define LISM_SKF_MODE_KNOWN (1u << 2) /* its blocking mode no longer needs watching (check_member_mode) */
+#define LISM_SKF_UNSEEN (1u << 3)     /* it sent bytes no program saw: counted at its next send or close */
+
+/*
+ * A member (in the shortcut map: others may redirect to it) becomes a
+ * sender (in the senders map: its own sends run the data path) once data
+ * went both ways (sender.h), or at once with --eager-senders.
+ */
+enum lism_sender {
+	LISM_SND_NONE = 0,   /* not a member */
+	LISM_SND_WATCH = 1,  /* member; its outgoing packets are watched for a reply pattern */
+	LISM_SND_QUEUED = 2, /* waits for the join timer (bpf/sender.bpf.h) */
+	LISM_SND_JOINED = 3, /* in the senders map */
+	LISM_SND_TCP = 4,    /* one-way so far, no longer watched: its sends stay plain TCP */
+};
 
 /*
  * One row of the sockets iterator (bpf_iter over every process's files): a
@@ -238,6 +263,9 @@ enum lism_stat {
 	LISM_S_SHORT_CONNS,     /* confirmed connections whose active end closed having moved little (churn.h) */
 	LISM_S_REAPED_GONE,     /* DMBs the sweep released: their socket was freed and nothing saw it close */
 	LISM_S_SWEEPS,          /* full passes of the sweep over the DMB table */
+	LISM_S_SENDERS_JOINED,  /* members that became senders after data went both ways */
+	LISM_S_SENDERS_ONE_WAY, /* members that sent LISM_SENDER_WATCH_SEGS data segments and received none */
+	LISM_S_SENDER_JOIN_FAILS, /* joins the kernel refused (socket no longer established) or lost (queue full) */
 	LISM_S_MAX
 };
 

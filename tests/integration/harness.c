@@ -20,6 +20,8 @@
 #include "cgroup.h"
 #include "conns.h"
 #include "harness.h"
+#include "lism/sender.h"
+#include "traffic.h"
 #include "pins.h"
 
 static int host_netns_fd = -1;
@@ -244,14 +246,48 @@ long wait_drained(const struct env *e, int timeout_ms)
 
 	for (int waited = 0;; waited += 10) {
 		snap(e, &s);
-		if (!s.usage.dmbs_in_use && !s.shortcut_sockets)
+		if (!s.usage.dmbs_in_use && !s.shortcut_sockets && !s.sender_sockets)
 			return 0;
 		if (waited >= timeout_ms) {
 			dump_table(e, &s);
-			return s.usage.dmbs_in_use + s.shortcut_sockets;
+			return s.usage.dmbs_in_use + s.shortcut_sockets + s.sender_sockets;
 		}
 		usleep(10 * 1000);
 	}
+}
+
+long wait_senders(const struct env *e, __u32 n, int timeout_ms)
+{
+	struct lism_snapshot s;
+
+	for (int waited = 0;; waited += 5) {
+		snap(e, &s);
+		if (s.sender_sockets >= n)
+			return 0;
+		if (waited >= timeout_ms)
+			return (long)n - s.sender_sockets;
+		usleep(5 * 1000);
+	}
+}
+
+void make_senders(const struct env *e, int c, int s)
+{
+	struct lism_snapshot before;
+
+	snap(e, &before);
+	/*
+	 * One-byte round trips, one segment each: both ends send the last one
+	 * with LISM_SENDER_MIN_SEGS data segments gone each way
+	 * (include/lism/sender.h).
+	 */
+	for (int i = 0; i <= LISM_SENDER_MIN_SEGS; i++) {
+		cr_assert_eq(send_all(c, 99, i, 1), 0);
+		cr_assert_eq(recv_check(s, 99, i, 1, 5000), 0);
+		cr_assert_eq(send_all(s, 98, i, 1), 0);
+		cr_assert_eq(recv_check(c, 98, i, 1, 5000), 0);
+	}
+	cr_assert_eq(wait_senders(e, before.sender_sockets + 2, 3000), 0,
+		     "the pair's ends did not become senders after %d round trips", LISM_SENDER_MIN_SEGS + 1);
 }
 
 const char *env_netns(struct env *e, const char *suffix)

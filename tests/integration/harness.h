@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "device.h"
+#include "lism/sender.h"
 
 struct env {
 	char name[64];
@@ -35,9 +36,11 @@ void require_root(void);
 /*
  * Load arguments for tests that measure the shortcut itself (how much of a
  * stream it carried): stream detection would move parts of their mixed-size
- * streams to TCP on purpose.  Tests of the default policy load without it.
+ * streams to TCP on purpose, and by default a one-way transfer never makes
+ * its writer a sender (include/lism/sender.h).  Tests of the default policy
+ * load without them.
  */
-#define LISM_TEST_MEASURE "--no-stream-detect"
+#define LISM_TEST_MEASURE "--no-stream-detect --eager-senders"
 
 void env_up(struct env *e, const char *load_args);
 /* Move this process into / out of the test cgroup (sockets made inside are under lism). */
@@ -60,6 +63,15 @@ void snap(const struct env *e, struct lism_snapshot *s);
 int dmb_lookup(const struct env *e, __u64 token, struct lism_dmb *out);
 /* Wait until the table and the shortcut map are empty; returns dmbs in use left. */
 long wait_drained(const struct env *e, int timeout_ms);
+/* 0 once at least @n sockets are senders (the senders map), else how many are missing. */
+long wait_senders(const struct env *e, __u32 n, int timeout_ms);
+/*
+ * Round trips on a confirmed pair, so that both ends become senders
+ * (default policy): MAKE_SENDERS_BYTES bytes over TCP, counted as TCP bytes
+ * at each end's first send as a sender (or its close).
+ */
+#define MAKE_SENDERS_BYTES (2 * (LISM_SENDER_MIN_SEGS + 1))
+void make_senders(const struct env *e, int c, int s);
 
 /* A network namespace owned by the test (deleted by env_down). */
 const char *env_netns(struct env *e, const char *suffix);

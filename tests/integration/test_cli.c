@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "harness.h"
+#include "pins.h"
 #include "traffic.h"
 
 static struct env e;
@@ -120,6 +121,7 @@ Test(cli, status_json)
 	env_up(&e, "--max-dmbs 100 --dmb-size 256K");
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	make_senders(&e, c, s);
 	cr_assert_eq(send_all(c, 1, 0, 5000), 0);
 	cr_assert_eq(recv_check(s, 1, 0, 5000, 5000), 0);
 	cr_assert_eq(lism_out(&e, "status -j", out, sizeof(out)), 0, "%s", out);
@@ -143,6 +145,14 @@ Test(cli, status_json)
 	cr_assert_eq(json_object_get_int64(v), 5000);
 	cr_assert(json_object_object_get_ex(j, "fallback_reasons", &v));
 	cr_assert(json_object_object_get_ex(v, "max-dmb", NULL));
+	cr_assert(json_object_object_get_ex(j, "eager_senders", &v));
+	cr_assert(!json_object_get_boolean(v));
+	cr_assert(json_object_object_get_ex(j, "sender_timer", &v));
+	cr_assert(json_object_get_boolean(v), "the sender join timer is not ready: %s", out);
+	cr_assert(json_object_object_get_ex(j, "sender_sockets", &v));
+	cr_assert_eq(json_object_get_int(v), 2);
+	cr_assert(json_object_object_get_ex(j, "senders_joined", &v));
+	cr_assert_eq(json_object_get_int(v), 2);
 	cr_assert(json_object_object_get_ex(j, "backstop", &v));
 	cr_assert(json_object_get_boolean(v), "the backstop is attached: %s", out);
 	cr_assert(json_object_object_get_ex(j, "backstop_recursion_misses", &v) && v,
@@ -151,6 +161,7 @@ Test(cli, status_json)
 	cr_assert_eq(lism_out(&e, "status", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "loopback-ism") && strstr(out, "0xFFFF"), "%s", out);
 	cr_assert(strstr(out, "backstop: tcp_destroy_sock, ") && strstr(out, "sweep: 0 entries"), "%s", out);
+	cr_assert(strstr(out, "senders: after 4 data segments each way (timer ready), 2 now; 2 joined"), "%s", out);
 	close(c);
 	close(s);
 }
@@ -205,12 +216,25 @@ static int link_prog_id(const struct env *env)
 	return atoi(p + 5);
 }
 
+/* The id of a program lism pinned under @name. */
+static int pinned_prog_id(const struct env *env, const char *name)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = lism_pin_open(env->pin, name);
+
+	cr_assert_geq(fd, 0, "%s/%s is not pinned", env->pin, name);
+	cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
+	close(fd);
+	return (int)info.id;
+}
+
 /* lism load --upgrade in the middle of a transfer: nothing lost, new programs in force. */
 Test(cli, upgrade_in_place_mid_transfer)
 {
 	struct lism_snapshot before, after;
 	struct pump_result r;
-	int c, s, c2, s2, marker[2], prog_before, st;
+	int c, s, c2, s2, marker[2], prog_before, sender_before, st;
 	char out[4096], k;
 	pid_t pid;
 
@@ -223,6 +247,7 @@ Test(cli, upgrade_in_place_mid_transfer)
 	       "nothing is loaded");
 	snap(&e, &before);
 	prog_before = link_prog_id(&e);
+	sender_before = pinned_prog_id(&e, LISM_PIN_PROG_SENDER);
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
 	cr_assert_eq(pipe2(marker, O_NONBLOCK), 0);
@@ -255,6 +280,13 @@ Test(cli, upgrade_in_place_mid_transfer)
 		cr_assert_lt(waited, 5000, "the old handshake program outlived the upgrade (its sweep runs on)");
 		usleep(10 * 1000);
 	}
+	/* the sender join timer's callback moved to the new program in place */
+	cr_assert_neq(pinned_prog_id(&e, LISM_PIN_PROG_SENDER), sender_before);
+	for (int waited = 0, fd; (fd = bpf_prog_get_fd_by_id(sender_before)) >= 0; waited += 10) {
+		close(fd);
+		cr_assert_lt(waited, 5000, "the sender join timer still runs the old program's callback");
+		usleep(10 * 1000);
+	}
 	snap(&e, &before);
 	usleep((LISM_SWEEP_TICK_MS * 3 + 100) * 1000);
 	snap(&e, &after);
@@ -268,6 +300,8 @@ Test(cli, upgrade_in_place_mid_transfer)
 	cr_assert(r.ok, "%s", r.why);
 	snap(&e, &after);
 	cr_assert_eq(after.confirmed, 2, "a connection after the upgrade did not pair");
+	cr_assert_eq(wait_senders(&e, 4, 3000), 0,
+		     "the new connection's ends did not become senders after the upgrade");
 	close(c);
 	close(s);
 	close(c2);

@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <netinet/tcp.h>
 #include <errno.h>
 #include <stdlib.h>
 
 #include "conns.h"
+#include "lism/sender.h"
 #include "lism/stream.h"
 #include "harness.h"
 #include "traffic.h"
@@ -176,6 +178,7 @@ Test(shortcut, small_send_stream_goes_to_tcp_ping_pong_stays)
 	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
+	make_senders(&e, c, sv); /* a one-way stream alone would never make c a sender */
 	for (size_t i = 0; i < sizeof(buf); i++)
 		buf[i] = pattern_at(11, i);
 	snap(&e, &s0);
@@ -228,9 +231,124 @@ Test(shortcut, small_send_stream_goes_to_tcp_ping_pong_stays)
 	snap(&e, &s2);
 	cr_assert_eq(s2.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES] +
 			     s2.stats[LISM_S_TCP_BYTES] - s0.stats[LISM_S_TCP_BYTES],
-		     (__u64)(SENDS + 2 * ROUNDS) * SEND, "shortcut %llu + TCP %llu bytes",
+		     (__u64)(SENDS + 2 * ROUNDS) * SEND + MAKE_SENDERS_BYTES, "shortcut %llu + TCP %llu bytes",
 		     (unsigned long long)(s2.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES]),
 		     (unsigned long long)(s2.stats[LISM_S_TCP_BYTES] - s0.stats[LISM_S_TCP_BYTES]));
+}
+
+/*
+ * By default a member's sends join the data path only once data went both
+ * ways (include/lism/sender.h).  A one-way stream of small sends stays plain
+ * TCP for good -- no sk_msg program on its path -- and every one of its
+ * bytes is still accounted, at its close, as TCP bytes of a paired socket.
+ */
+Test(shortcut, one_way_stream_never_makes_its_writer_a_sender)
+{
+	enum { SEND = 100, SENDS = 3 * LISM_SENDER_WATCH_SEGS, BATCH = 64 };
+	struct lism_snapshot s;
+	int c, sv, one = 1;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	/* one segment per send, so the writer passes the watch's bound */
+	cr_assert_eq(setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
+	for (int i = 0; i < SENDS; i += BATCH) {
+		for (int j = i; j < i + BATCH; j++)
+			cr_assert_eq(send_all(c, 21, (__u64)j * SEND, SEND), 0);
+		cr_assert_eq(recv_check(sv, 21, (__u64)i * SEND, (__u64)BATCH * SEND, 5000), 0,
+			     "stream bytes at send %d", i);
+	}
+	snap(&e, &s);
+	cr_assert_eq(s.sender_sockets, 0, "a one-way stream made a sender");
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 0);
+	cr_assert_geq(s.stats[LISM_S_SENDERS_ONE_WAY], 1, "the writer is still watched");
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0);
+	cr_assert_eq(s.stats[LISM_S_TCP_MSGS], 0, "the sk_msg program ran for a member's send");
+	assert_confirmed(1); /* still a pair: its peer may be sent to through the shortcut */
+	close(c);
+	close(sv);
+	assert_drained();
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_TCP_BYTES], (__u64)SENDS * SEND,
+		     "%llu TCP bytes accounted at the close, %llu sent",
+		     (unsigned long long)s.stats[LISM_S_TCP_BYTES], (unsigned long long)SENDS * SEND);
+}
+
+/*
+ * One-way bulk sends (here 128 KiB, like iperf3's) are measured at their
+ * first LISM_SENDER_SIZE_SENDS sendmsg() calls and make their writer a
+ * sender: the rest of the transfer takes the shortcut, in order.
+ */
+Test(shortcut, one_way_bulk_sends_make_their_writer_a_sender)
+{
+	enum { SEND = 128 << 10, SENDS = 64 };
+	struct lism_snapshot s;
+	int c, sv;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	for (int i = 0; i < SENDS; i++) {
+		cr_assert_eq(send_all(c, 24, (__u64)i * SEND, SEND), 0);
+		cr_assert_eq(recv_check(sv, 24, (__u64)i * SEND, SEND, 5000), 0, "send %d", i);
+		if (i == LISM_SENDER_SIZE_SENDS)
+			cr_assert_eq(wait_senders(&e, 1, 3000), 0, "bulk sends did not make a sender");
+	}
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 1, "the writer, not its reader");
+	cr_assert_geq(s.stats[LISM_S_SC_BYTES], (__u64)(SENDS - 2 * LISM_SENDER_SIZE_SENDS) * SEND,
+		      "only %llu bytes took the shortcut", (unsigned long long)s.stats[LISM_S_SC_BYTES]);
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/*
+ * Under the default policy both directions at once from the first byte:
+ * the ends become senders mid-transfer, while their earlier bytes are still
+ * in TCP, and nothing may overtake them (SYNC).
+ */
+Test(shortcut, senders_join_mid_transfer_without_reordering)
+{
+	struct lism_snapshot s;
+	struct pump_result r;
+	int c, sv;
+	const __u64 n = 256u << 20;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	pump(c, sv, n, n, 256 << 10, 22, 60000, &r);
+	cr_assert(r.ok, "%s", r.why);
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 2, "both ends joined");
+	cr_assert_eq(s.sender_sockets, 2);
+	cr_assert_gt(s.stats[LISM_S_SC_BYTES], 0, "nothing took the shortcut after the join");
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/* --eager-senders: every member is a sender from the handshake on (the data path measured). */
+Test(shortcut, eager_senders_join_at_the_handshake)
+{
+	struct lism_snapshot s;
+	int c, sv;
+
+	up("--eager-senders");
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	snap(&e, &s);
+	cr_assert_eq(s.sender_sockets, 2, "not senders at the handshake");
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 0, "eager joins are not late joins");
+	cr_assert_eq(send_all(c, 23, 0, 10000), 0);
+	cr_assert_eq(recv_check(sv, 23, 0, 10000, 5000), 0);
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 10000, "a one-way send did not take the shortcut");
+	close(c);
+	close(sv);
+	assert_drained();
 }
 
 /*
@@ -577,13 +695,19 @@ Test(shortcut, handshake_race_server_established_late)
 	handshake_race(300);
 }
 
-/* Many connections at once: each pairs with its own peer. */
+/*
+ * Many connections at once: each pairs with its own peer, and after a round
+ * trip each end becomes a sender (2000 joins through the timer's queue, 128
+ * per run).
+ */
 Test(shortcut, thousand_concurrent_connections)
 {
 	enum { N = 1000 };
 	static int c[N], sv[N];
 	struct rlimit rl = { 8192, 8192 };
+	struct lism_snapshot s;
 	int port = 0, l;
+	__u64 sc0;
 
 	up(NULL);
 	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
@@ -593,6 +717,25 @@ Test(shortcut, thousand_concurrent_connections)
 		sv[i] = tcp_accept(l, 1, 5000);
 	}
 	assert_confirmed(N);
+	snap(&e, &s);
+	cr_assert_eq(s.sender_sockets, 0, "senders before any reply");
+	/* one-byte messages both ways, one segment each, until both ends of every pair join */
+	for (int k = 0; k <= LISM_SENDER_MIN_SEGS; k++) {
+		for (int i = 0; i < N; i++) {
+			cr_assert_eq(send_all(c[i], 7, k, 1), 0);
+			cr_assert_eq(send_all(sv[i], 8, k, 1), 0);
+		}
+		for (int i = 0; i < N; i++) {
+			cr_assert_eq(recv_check(sv[i], 7, k, 1, 5000), 0);
+			cr_assert_eq(recv_check(c[i], 8, k, 1, 5000), 0);
+		}
+	}
+	cr_assert_eq(wait_senders(&e, 2 * N, 5000), 0, "not every end became a sender");
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 2 * N);
+	cr_assert_eq(s.stats[LISM_S_SENDER_JOIN_FAILS], 0);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0, "the bytes that decided went over TCP");
+	sc0 = s.stats[LISM_S_SC_BYTES];
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(send_all(c[i], i, 0, 1000 + i), 0);
 		cr_assert_eq(send_all(sv[i], i + N, 0, 700), 0);
@@ -602,7 +745,9 @@ Test(shortcut, thousand_concurrent_connections)
 		cr_assert_eq(recv_check(sv[i], i, 0, 1000 + i, 5000), 0, "connection %d", i);
 		cr_assert_eq(recv_check(c[i], i + N, 0, 700, 5000), 0, "connection %d", i);
 	}
-	assert_shortcut_carried((__u64)N * 1700 + (__u64)N * (N - 1) / 2, 100);
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES] - sc0, (__u64)N * 1700 + (__u64)N * (N - 1) / 2,
+		     "not every byte after the round trips took the shortcut");
 	for (int i = 0; i < N; i++) {
 		close(c[i]);
 		close(sv[i]);
@@ -619,7 +764,8 @@ Test(shortcut, twenty_thousand_short_connections)
 	const char *ns;
 	int port = 0, l;
 
-	up("--no-churn-detect"); /* every connection must engage: this recycles DMB slots */
+	/* every connection must engage, senders included: this recycles DMB slots */
+	up("--no-churn-detect --eager-senders");
 	ns = env_netns(&e, "churn");
 	cr_assert_eq(sh("ip netns exec %s sysctl -qw net.ipv4.ip_local_port_range='1024 65000'", ns),
 		     0);

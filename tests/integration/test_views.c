@@ -106,6 +106,12 @@ Test(views, conns_pairs_tokens_and_moves_cursors)
 	env_up(&e, "--dmb-size 64K");
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	arr = lism_json("conns -j");
+	a = row_by_port(arr, local_port(c));
+	cr_assert_str_eq(jstr(a, "sender"), "watch", "a member before any reply");
+	cr_assert_str_eq(jstr(a, "tx"), "tcp", "its sends go over TCP until it is a sender");
+	json_object_put(arr);
+	make_senders(&e, c, s);
 	cr_assert_eq(send_all(c, 1, 0, 100000), 0); /* 100000 into a 64K DMB: wraps once */
 	cr_assert_eq(recv_check(s, 1, 0, 60000, 5000), 0);
 
@@ -119,6 +125,8 @@ Test(views, conns_pairs_tokens_and_moves_cursors)
 	cr_assert_str_eq(jstr(b, "token"), jstr(a, "peer_token"));
 	cr_assert_str_eq(jstr(a, "role"), "active");
 	cr_assert_str_eq(jstr(b, "role"), "passive");
+	cr_assert_str_eq(jstr(a, "sender"), "joined");
+	cr_assert_str_eq(jstr(b, "sender"), "joined");
 	cr_assert_eq(jnum(b, "rx_bytes"), 100000);
 	cr_assert_eq(jnum(a, "tx_bytes"), 100000);
 	cr_assert_eq(jcursor_count(b, "prod"), 100000, "producer cursor");
@@ -621,11 +629,15 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	cr_assert_eq(metric(body, "lism_events_lost_total"), 0);
 	cr_assert_eq(metric(body, "lism_reaped_gone_total"), 0);
 	cr_assert_eq(metric(body, "lism_sweeps_total"), 0, "a sweep with no DMB ever taken");
+	cr_assert_eq(metric(body, "lism_senders_joined_total"), 0);
+	cr_assert_eq(metric(body, "lism_senders_one_way_total"), 0);
+	cr_assert_eq(metric(body, "lism_sender_join_fails_total"), 0);
 	/* host-wide (the tracepoint sees every TCP socket): present, not necessarily 0 */
 	(void)metric(body, "lism_backstop_recursion_misses_total");
 
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	make_senders(&e, c, s);
 	cr_assert_eq(send_all(c, 3, 0, 12345), 0);
 	cr_assert_eq(recv_check(s, 3, 0, 12345, 5000), 0);
 	env_leave(&e);
@@ -633,6 +645,8 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	cr_assert_eq(curl(url, body, sizeof(body)), 200);
 	cr_assert_eq(metric(body, "lism_confirms_total"), 1);
 	cr_assert_eq(metric(body, "lism_shortcut_bytes_total"), 12345);
+	cr_assert_eq(metric(body, "lism_senders_joined_total"), 2);
+	cr_assert_eq(metric(body, "lism_sender_sockets"), 2);
 	cr_assert_eq(metric(body, "lism_connections_confirmed"), 1);
 	cr_assert_eq(metric(body, "lism_dmbs_in_use"), 2);
 	cr_assert_gt(metric(body, "lism_sweeps_total"), 0, "the connection did not start the sweep");
@@ -680,6 +694,7 @@ Test(views, set_active_off_keeps_existing_shortcuts)
 	env_up(&e, "--max-dmbs 10");
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	make_senders(&e, c, s);
 	cr_assert_eq(lism(&e, "set active off"), 0);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
 	snap(&e, &st);

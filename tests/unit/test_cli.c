@@ -66,6 +66,10 @@ Test(cli, load_options)
 	cr_assert(o.no_stream_detect);
 	cr_assert_not(o.no_churn_detect);
 	cr_assert_eq(o.churn_window_ms, LISM_CHURN_WINDOW_MS, "the default");
+	cr_assert_not(o.eager_senders, "senders join after a reply by default");
+	cr_assert_eq(parse("run --eager-senders", &x, err), LISM_EXIT_OK, "%s", err);
+	cr_assert(x.eager_senders);
+	cr_assert_neq(parse("stats --eager-senders", &x, err), LISM_EXIT_OK, "a load option only");
 	cr_assert_eq(parse("run --no-churn-detect --churn-window 250", &x, err), LISM_EXIT_OK, "%s", err);
 	cr_assert(x.no_churn_detect);
 	cr_assert_eq(x.churn_window_ms, 250);

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Sender joins (include/lism/sender.h): a member's sends start running the
+ * data path once data went both ways.  The handshake program decides at
+ * an outgoing packet and queues the member's token; a BPF timer joins it to
+ * the senders map, the map the sk_msg program is attached to.
+ *
+ * Why a timer: sockops may update a sockmap only from its ESTABLISHED and
+ * LISTEN callbacks (sock_map_op_okay()), long past by then, while tc
+ * programs may update one (may_update_sockmap()).  A timer runs the
+ * callback of the program that set it, verified as that program's type;
+ * lism_sender_start, a tc program the loader runs once through
+ * BPF_PROG_RUN, sets it, and the handshake program only starts it.  The
+ * callback takes the member from the shortcut map (a reference: the
+ * socket cannot be freed under it) and adds it to the senders map.
+ */
+#ifndef LISM_SENDER_BPF_H
+#define LISM_SENDER_BPF_H
+
+#include "lism.bpf.h"
+#include "lism/sender.h"
+
+#ifndef CLOCK_MONOTONIC
+#define CLOCK_MONOTONIC 1
+#endif
+#ifndef EBUSY
+#define EBUSY 16
+#endif
+
+/* Members whose sends run the sk_msg program, keyed by their own token. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
+	__type(key, __u64);
+	__type(value, __u64);
+} senders SEC(".maps");
+
+/* Tokens of members waiting for the join timer; each member queues once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
+	__type(value, __u64);
+} sender_queue SEC(".maps");
+
+struct lism_sender_join {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lism_sender_join);
+} sender_join SEC(".maps");
+
+/* The member's sends start running the sk_msg program (in SYNC, as every pairing starts). */
+static __always_inline void sender_join_one(__u64 token)
+{
+	struct bpf_sock *sk = bpf_map_lookup_elem(&shortcut, &token);
+	struct lism_sk *st;
+
+	if (!sk)
+		return; /* it closed or left the shortcut since it queued */
+	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	if (st && st->token == token && st->sender == LISM_SND_QUEUED) {
+		mark_peer_receives(st); /* before its first send can redirect */
+		if (bpf_map_update_elem(&senders, &token, sk, BPF_NOEXIST)) {
+			/* the kernel takes only established sockets: a half-closed one stays on TCP */
+			st->sender = LISM_SND_TCP;
+			stat_add(LISM_S_SENDER_JOIN_FAILS, 1);
+		} else {
+			st->sender = LISM_SND_JOINED;
+			stat_add(LISM_S_SENDERS_JOINED, 1);
+		}
+	}
+	bpf_sk_release(sk);
+}
+
+static int sender_tick(void *map, __u32 *key, struct lism_sender_join *sj)
+{
+	__u64 token;
+
+	(void)map;
+	(void)key;
+	for (int i = 0; i < LISM_SENDER_JOINS_PER_TICK; i++) {
+		if (bpf_map_pop_elem(&sender_queue, &token))
+			return 0;
+		sender_join_one(token);
+	}
+	bpf_timer_start(&sj->timer, 0, 0); /* more are waiting: go on at once, in a new run */
+	return 0;
+}
+
+/* Queue the member's join and start the timer. */
+static __always_inline void sender_enqueue(struct lism_sk *st)
+{
+	__u64 token = st->token;
+	struct lism_sender_join *sj;
+	__u32 zero = 0;
+
+	/* before the push: a timer already running on another CPU may pop it at once */
+	st->sender = LISM_SND_QUEUED;
+	if (bpf_map_push_elem(&sender_queue, &token, 0)) {
+		/* a full queue means the timer does not run: stay on TCP rather than wait forever */
+		st->sender = LISM_SND_TCP;
+		stat_add(LISM_S_SENDER_JOIN_FAILS, 1);
+		return;
+	}
+	sj = bpf_map_lookup_elem(&sender_join, &zero);
+	if (sj)
+		bpf_timer_start(&sj->timer, 0, 0); /* fails only before lism_sender_start ran: it starts it */
+}
+
+/* An outgoing packet of a watched member (HDR_OPT_LEN callback). */
+static __always_inline void sender_watch(struct bpf_sock_ops *s, struct lism_sk *st)
+{
+	switch (lism_sender_decide(s->skb_len, s->data_segs_in, s->data_segs_out)) {
+	case LISM_SENDER_JOIN:
+		sender_enqueue(st);
+		break;
+	case LISM_SENDER_STOP:
+		st->sender = LISM_SND_TCP;
+		stat_add(LISM_S_SENDERS_ONE_WAY, 1);
+		break;
+	}
+}
+
+#define SOL_SOCKET 1
+
+/* The per-sendmsg callback (BPF_SOCK_OPS_TSTAMP_SENDMSG_CB, kernel 6.15+) on or off. */
+static __always_inline long send_sizes_watch(struct bpf_sock_ops *s, int on)
+{
+	int flags = on ? SK_BPF_CB_TX_TIMESTAMPING : 0;
+
+	return bpf_setsockopt(s, SOL_SOCKET, SK_BPF_CB_FLAGS, &flags, sizeof(flags));
+}
+
+/* Start measuring a new member's sends (a kernel without the callback: no bulk joins). */
+static __always_inline void sender_sizes_start(struct bpf_sock_ops *s, struct lism_sk *st,
+					       const struct tcp_sock *tp)
+{
+	st->sizes_bytes = 0;
+	st->sizes_sends = 0;
+	st->sizes_seq = tp ? tp->write_seq : 0;
+	if (tp)
+		send_sizes_watch(s, 1);
+}
+
+/* A sendmsg() of a member whose sends are measured: its size is how far write_seq moved. */
+static __always_inline void on_member_send(struct bpf_sock_ops *s)
+{
+	struct bpf_sock *sk = s->sk;
+	struct tcp_sock *tp;
+	struct lism_sk *st;
+	__u32 seq;
+
+	if (!sk)
+		return;
+	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!st || !tp || !st->token || st->sender != LISM_SND_WATCH) {
+		send_sizes_watch(s, 0);
+		return;
+	}
+	seq = tp->write_seq;
+	st->sizes_bytes += seq - st->sizes_seq;
+	st->sizes_seq = seq;
+	st->sizes_sends++;
+	switch (lism_sender_sizes(st->sizes_sends, st->sizes_bytes)) {
+	case LISM_SENDER_JOIN:
+		sender_enqueue(st);
+		send_sizes_watch(s, 0);
+		break;
+	case LISM_SENDER_STOP:
+		send_sizes_watch(s, 0);
+		break;
+	}
+}
+
+/* Set the timer's callback (tc program: its callback may update sockmaps), then run it once. */
+static __always_inline int sender_start(void)
+{
+	struct lism_sender_join *sj;
+	struct lism_usage *u;
+	__u32 zero = 0;
+	long err;
+
+	sj = bpf_map_lookup_elem(&sender_join, &zero);
+	u = bpf_map_lookup_elem(&usage, &zero);
+	if (!sj || !u)
+		return 0;
+	err = bpf_timer_init(&sj->timer, &sender_join, CLOCK_MONOTONIC);
+	if ((err && err != -EBUSY) || bpf_timer_set_callback(&sj->timer, sender_tick) ||
+	    bpf_timer_start(&sj->timer, 0, 0))
+		return 0;
+	u->sender_timer = 1; /* for lism status */
+	return 1;
+}
+
+#endif

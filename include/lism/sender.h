@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Which members' sends run the data path.
+ *
+ * A socket in a sockmap whose map has an sk_msg program sends through
+ * tcp_bpf: every send is copied into an sk_msg, the verdict runs, and a
+ * send kept on TCP is then spliced into TCP page by page.  On a one-way
+ * stream of small sends, which the shortcut cannot win (docs/performance.md),
+ * that alone cost 14-23 % against plain TCP, while a socket in a sockmap
+ * without an sk_msg program (a redirect target: a psock and tcp_bpf's read
+ * path) ran at TCP's speed (measured: 0.98-1.0).
+ *
+ * So lism keeps two maps: every paired end is a member of the shortcut map
+ * (the peer may redirect into it), and becomes a sender (the senders map,
+ * which carries the sk_msg program) only once data went both ways, several
+ * times: when it sends a data segment after LISM_SENDER_MIN_SEGS went each
+ * way.  Request/response traffic, where the shortcut wins, joins after its
+ * first few exchanges; the bytes before went over TCP, and the direction
+ * starts in SYNC as always.  A join costs ~10 us (a timer run, a sockmap
+ * link, measured: connect, one exchange, close went from 73 to 89 us when
+ * the server joined after its reply), which a connection of one or two
+ * exchanges never earns back, so those never join.
+ *
+ * One-way transfers differ by their sends: a stream of small sends is
+ * faster on TCP, bulk sends (iperf3's 128 KiB: 2.5-3.8x TCP) are faster
+ * through the shortcut.  Segments do not tell them apart (a 1 KiB stream
+ * whose reader lags makes runs of 55 full 64 KiB segments on loopback, and
+ * over a veth every segment is an MSS), so a member's first
+ * LISM_SENDER_SIZE_SENDS sends are measured one by one (the sockops
+ * callback at each sendmsg, BPF_SOCK_OPS_TSTAMP_SENDMSG_CB, kernel 6.15 and
+ * later: the growth of write_seq is the send's size): if they average
+ * LISM_SENDER_BULK_BYTES or more, the member joins.  A sendfile() arrives
+ * as sends of up to 64 KiB.
+ *
+ * A connection that carries LISM_SENDER_WATCH_SEGS data segments one way
+ * with nothing coming back, and not in bulk, stays plain TCP for its life,
+ * like a stream: the watch costs one sockops callback per packet, which is
+ * not paid forever.
+ *
+ * sockops may update a sockmap only in the ESTABLISHED callbacks, so the
+ * join itself is done by a BPF timer whose callback belongs to a tc program
+ * (bpf/sender.bpf.h): tc programs may update sockmaps.
+ */
+#ifndef LISM_SENDER_H
+#define LISM_SENDER_H
+
+#include "types.h"
+
+#define LISM_SENDER_MIN_SEGS 4
+#define LISM_SENDER_SIZE_SENDS 8
+#define LISM_SENDER_BULK_BYTES (32u << 10)
+#define LISM_SENDER_WATCH_SEGS 1024
+#define LISM_SENDER_JOINS_PER_TICK 128
+
+enum lism_sender_verdict {
+	LISM_SENDER_WAIT = 0, /* keep watching */
+	LISM_SENDER_JOIN = 1, /* data went both ways, or bulk sends: join the senders */
+	LISM_SENDER_STOP = 2, /* one-way so far, for long enough: stay on TCP */
+};
+
+/*
+ * Decide at an outgoing packet of @skb_len payload bytes (0: a pure ACK),
+ * given the socket's data segment counts so far (tcp_sock data_segs_in/out).
+ */
+static inline int lism_sender_decide(__u32 skb_len, __u32 data_segs_in, __u32 data_segs_out)
+{
+	if (skb_len && data_segs_in >= LISM_SENDER_MIN_SEGS && data_segs_out >= LISM_SENDER_MIN_SEGS)
+		return LISM_SENDER_JOIN;
+	if (data_segs_out > LISM_SENDER_WATCH_SEGS && !data_segs_in)
+		return LISM_SENDER_STOP; /* a writer nobody answers */
+	if (data_segs_in > LISM_SENDER_WATCH_SEGS && !data_segs_out)
+		return LISM_SENDER_STOP; /* a reader that never answers */
+	return LISM_SENDER_WAIT;
+}
+
+/*
+ * A member's first sends, measured: LISM_SENDER_WAIT until it made
+ * LISM_SENDER_SIZE_SENDS of them, then JOIN if they were bulk sends, else
+ * STOP (the size watch ends; the segment watch above goes on).
+ */
+static inline int lism_sender_sizes(__u32 sends, __u64 bytes)
+{
+	if (sends < LISM_SENDER_SIZE_SENDS)
+		return LISM_SENDER_WAIT;
+	return bytes >= (__u64)sends * LISM_SENDER_BULK_BYTES ? LISM_SENDER_JOIN : LISM_SENDER_STOP;
+}
+
+/*
+ * The bytes a socket has written, up to a 64-bit base, from TCP's own
+ * counters: bytes_acked (64 bits) plus what is sent but unacknowledged
+ * (write_seq - snd_una, which never exceeds the send buffer).  Taking it
+ * once when its sends stop being seen and once when they are seen again
+ * gives the bytes that went to TCP unseen, however many GiB.
+ */
+static inline __u64 lism_sender_written(__u64 bytes_acked, __u32 snd_una, __u32 write_seq)
+{
+	return bytes_acked + (__u32)(write_seq - snd_una);
+}
+
+#endif

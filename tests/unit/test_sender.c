@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <criterion/criterion.h>
+
+#include "lism/sender.h"
+
+#define W LISM_SENDER_WATCH_SEGS
+
+#define M LISM_SENDER_MIN_SEGS
+
+Test(sender, joins_once_data_went_both_ways_a_few_times)
+{
+	cr_assert_eq(lism_sender_decide(100, M, M), LISM_SENDER_JOIN, "the client's next request");
+	cr_assert_eq(lism_sender_decide(100, M + 1, M), LISM_SENDER_JOIN, "the server's next reply");
+	cr_assert_eq(lism_sender_decide(1, W * 4, W * 4), LISM_SENDER_JOIN, "late, but both ways");
+}
+
+Test(sender, a_connection_of_one_or_two_exchanges_never_joins)
+{
+	cr_assert_eq(lism_sender_decide(100, 1, 0), LISM_SENDER_WAIT, "the first reply");
+	cr_assert_eq(lism_sender_decide(100, 1, 1), LISM_SENDER_WAIT, "the second request");
+	cr_assert_eq(lism_sender_decide(100, M, M - 1), LISM_SENDER_WAIT, "one reply short");
+	cr_assert_eq(lism_sender_decide(100, M - 1, W), LISM_SENDER_WAIT, "mostly one way");
+}
+
+Test(sender, waits_while_data_went_one_way_only)
+{
+	cr_assert_eq(lism_sender_decide(100, 0, 0), LISM_SENDER_WAIT, "the first request");
+	cr_assert_eq(lism_sender_decide(65536, 0, W), LISM_SENDER_WAIT, "large sends decide nothing");
+	cr_assert_eq(lism_sender_decide(0, 5, 0), LISM_SENDER_WAIT, "a pure ACK is not a reply");
+	cr_assert_eq(lism_sender_decide(0, 0, 0), LISM_SENDER_WAIT, "no packet (tcp_current_mss)");
+}
+
+Test(sender, stops_watching_a_one_way_connection)
+{
+	cr_assert_eq(lism_sender_decide(100, 0, W + 1), LISM_SENDER_STOP, "a writer nobody answers");
+	cr_assert_eq(lism_sender_decide(0, W + 1, 0), LISM_SENDER_STOP, "a reader that never answers");
+	cr_assert_eq(lism_sender_decide(0, W + 1, 1), LISM_SENDER_WAIT, "it answered once: a reply may come");
+	cr_assert_eq(lism_sender_decide(100, 0, W), LISM_SENDER_WAIT, "at the bound, still watched");
+}
+
+Test(sender, written_bytes_span_any_size_and_sequence_wrap)
+{
+	/* at the start: everything acked */
+	__u64 base = lism_sender_written(1, 1000, 1000);
+
+	cr_assert_eq(lism_sender_written(1, 1000, 1500) - base, 500, "unacked bytes count");
+	cr_assert_eq(lism_sender_written(1 + 500, 1500, 1500) - base, 500, "once acked, the same");
+	/* 6 GiB later, sequence numbers wrapped, 100 bytes in flight across the wrap */
+	cr_assert_eq(lism_sender_written(1 + (6ull << 30), 0xffffffb0u, 0x14u) - base,
+		     (6ull << 30) + 100, "64-bit, whatever write_seq did");
+}
+
+Test(sender, bulk_sends_join_small_ones_stop_the_size_watch)
+{
+	const __u32 n = LISM_SENDER_SIZE_SENDS;
+
+	cr_assert_eq(lism_sender_sizes(n - 1, (__u64)(n - 1) << 20), LISM_SENDER_WAIT, "too few to tell");
+	cr_assert_eq(lism_sender_sizes(n, (__u64)n * (128 << 10)), LISM_SENDER_JOIN, "iperf3's 128 KiB");
+	cr_assert_eq(lism_sender_sizes(n, 200 + (__u64)(n - 1) * (64 << 10)), LISM_SENDER_JOIN,
+		     "headers, then sendfile's 64 KiB");
+	cr_assert_eq(lism_sender_sizes(n, (__u64)n * LISM_SENDER_BULK_BYTES - 1), LISM_SENDER_STOP,
+		     "just below the average");
+	cr_assert_eq(lism_sender_sizes(n, (__u64)n * 100), LISM_SENDER_STOP, "a small-message stream");
+}
