@@ -167,8 +167,7 @@ static __always_inline void sk_fallback(struct bpf_sock_ops *s, struct lism_sk *
 {
 	struct bpf_sock *sk = s->sk;
 
-	if (st->flags & LISM_SKF_UNSEEN) /* what it sent before its sends were seen */
-		account_unseen(st, sk ? bpf_skc_to_tcp_sock(sk) : NULL);
+	account_unseen(st, sk ? bpf_skc_to_tcp_sock(sk) : NULL); /* sent before it was a sender */
 	if (st->stream.passing) /* its sends no longer run the sk_msg program */
 		account_passed(st, sk ? bpf_skc_to_tcp_sock(sk) : NULL);
 	st->state = LISM_ST_FALLBACK;
@@ -551,9 +550,13 @@ static void on_member_packet(struct bpf_sock_ops *s)
 			check_member_mode(s, st);
 		if (st->token && st->sender == LISM_SND_WATCH)
 			sender_watch(s, st);
-		if (!(st->flags & LISM_SKF_MODE_KNOWN) || st->sender == LISM_SND_WATCH)
-			return;
 	}
+	sender_sizes_settle(s, st); /* the sendmsg callback cannot switch itself off */
+	if (st->token && (st->state == LISM_ST_READY || st->state == LISM_ST_CONFIRMED) &&
+	    (!(st->flags & LISM_SKF_MODE_KNOWN) || st->sender == LISM_SND_WATCH))
+		return;
+	if (st->flags & LISM_SKF_SIZES_ON)
+		return; /* this callback must live until it switched that one off */
 	cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
 }
 
@@ -839,8 +842,7 @@ static void on_state(struct bpf_sock_ops *s)
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	if (!st || !st->token)
 		return;
-	if (st->flags & LISM_SKF_UNSEEN) /* it sent over TCP before its sends were seen */
-		account_unseen(st, bpf_skc_to_tcp_sock(sk));
+	account_unseen(st, bpf_skc_to_tcp_sock(sk)); /* sent over TCP before it was a sender */
 	if (st->stream.passing) /* no send of ours runs the sk_msg program any more */
 		account_passed(st, bpf_skc_to_tcp_sock(sk));
 	e = dmb_by_token(st->token);

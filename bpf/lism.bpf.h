@@ -237,7 +237,7 @@ static __always_inline void account_unseen(struct lism_sk *st, const struct tcp_
 	if (!(st->flags & LISM_SKF_UNSEEN) || !tp)
 		return;
 	st->flags &= ~LISM_SKF_UNSEEN;
-	unseen = lism_sender_written(tp->bytes_acked, tp->snd_una, tp->write_seq) - st->unseen_acked;
+	unseen = lism_sender_written(tp->bytes_acked, tp->snd_una, tp->write_seq) - st->unseen_base;
 	if (!unseen || (__s64)unseen < 0)
 		return;
 	me = dmb_get(st->slot);
@@ -260,7 +260,7 @@ static __always_inline void start_unseen(struct lism_sk *st, const struct tcp_so
 {
 	if (!tp)
 		return;
-	st->unseen_acked = lism_sender_written(tp->bytes_acked, tp->snd_una, tp->write_seq);
+	st->unseen_base = lism_sender_written(tp->bytes_acked, tp->snd_una, tp->write_seq);
 	st->flags |= LISM_SKF_UNSEEN;
 }
 

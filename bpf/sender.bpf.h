@@ -26,6 +26,7 @@
 #ifndef EBUSY
 #define EBUSY 16
 #endif
+#define SOL_SOCKET 1
 
 /* Members whose sends run the sk_msg program, keyed by their own token. */
 struct {
@@ -57,16 +58,22 @@ struct {
 static __always_inline void sender_join_one(__u64 token)
 {
 	struct bpf_sock *sk = bpf_map_lookup_elem(&shortcut, &token);
+	struct lism_dmb *pe;
 	struct lism_sk *st;
 
 	if (!sk)
 		return; /* it closed or left the shortcut since it queued */
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	if (st && st->token == token && st->sender == LISM_SND_QUEUED) {
-		mark_peer_receives(st); /* before its first send can redirect */
+		pe = dmb_by_token(st->peer_token);
+		/* before its first send can redirect: a blocking peer must not leave after it */
+		if (pe && !(pe->conn_flags & LISM_CONN_PEER_SENDS))
+			__sync_fetch_and_or(&pe->conn_flags, LISM_CONN_PEER_SENDS);
 		if (bpf_map_update_elem(&senders, &token, sk, BPF_NOEXIST)) {
 			/* the kernel takes only established sockets: a half-closed one stays on TCP */
 			st->sender = LISM_SND_TCP;
+			if (pe && pe->token == st->peer_token)
+				__sync_fetch_and_and(&pe->conn_flags, ~LISM_CONN_PEER_SENDS);
 			stat_add(LISM_S_SENDER_JOIN_FAILS, 1);
 		} else {
 			st->sender = LISM_SND_JOINED;
@@ -91,24 +98,36 @@ static int sender_tick(void *map, __u32 *key, struct lism_sender_join *sj)
 	return 0;
 }
 
-/* Queue the member's join and start the timer. */
-static __always_inline void sender_enqueue(struct lism_sk *st)
+/*
+ * Queue the member's join and start the timer.  Only while both entries
+ * are confirmed: a pair its peer left (blocking, declined) would pay the
+ * sk_msg send path for nothing.  0 while the pair is not confirmed yet.
+ */
+static __always_inline int sender_enqueue(struct lism_sk *st)
 {
+	struct lism_dmb *me = dmb_by_token(st->token), *pe = dmb_by_token(st->peer_token);
 	__u64 token = st->token;
 	struct lism_sender_join *sj;
 	__u32 zero = 0;
 
+	if (!me || !pe || me->state == LISM_ST_FALLBACK || pe->state == LISM_ST_FALLBACK) {
+		st->sender = LISM_SND_TCP;
+		return 1;
+	}
+	if (me->state != LISM_ST_CONFIRMED || pe->state != LISM_ST_CONFIRMED)
+		return 0;
 	/* before the push: a timer already running on another CPU may pop it at once */
 	st->sender = LISM_SND_QUEUED;
 	if (bpf_map_push_elem(&sender_queue, &token, 0)) {
 		/* a full queue means the timer does not run: stay on TCP rather than wait forever */
 		st->sender = LISM_SND_TCP;
 		stat_add(LISM_S_SENDER_JOIN_FAILS, 1);
-		return;
+		return 1;
 	}
 	sj = bpf_map_lookup_elem(&sender_join, &zero);
 	if (sj)
 		bpf_timer_start(&sj->timer, 0, 0); /* fails only before lism_sender_start ran: it starts it */
+	return 1;
 }
 
 /* An outgoing packet of a watched member (HDR_OPT_LEN callback). */
@@ -125,28 +144,46 @@ static __always_inline void sender_watch(struct bpf_sock_ops *s, struct lism_sk 
 	}
 }
 
-#define SOL_SOCKET 1
-
-/* The per-sendmsg callback (BPF_SOCK_OPS_TSTAMP_SENDMSG_CB, kernel 6.15+) on or off. */
-static __always_inline long send_sizes_watch(struct bpf_sock_ops *s, int on)
+/*
+ * The per-sendmsg callback (BPF_SOCK_OPS_TSTAMP_SENDMSG_CB, kernel 6.15+)
+ * on or off, leaving any other SK_BPF_CB_* flag as it is.  Only from a
+ * callback that holds the socket lock (ESTABLISHED, HDR_OPT_LEN): the
+ * kernel refuses bpf_setsockopt from the sendmsg callback itself.
+ */
+static __always_inline int send_sizes_switch(struct bpf_sock_ops *s, int on)
 {
-	int flags = on ? SK_BPF_CB_TX_TIMESTAMPING : 0;
+	int flags;
 
-	return bpf_setsockopt(s, SOL_SOCKET, SK_BPF_CB_FLAGS, &flags, sizeof(flags));
+	if (bpf_getsockopt(s, SOL_SOCKET, SK_BPF_CB_FLAGS, &flags, sizeof(flags)))
+		return -1; /* a kernel before 6.15: no bulk joins */
+	if (!on == !(flags & SK_BPF_CB_TX_TIMESTAMPING))
+		return -1; /* already so: on, it is someone else's, and stays */
+	flags = on ? flags | SK_BPF_CB_TX_TIMESTAMPING : flags & ~SK_BPF_CB_TX_TIMESTAMPING;
+	return (int)bpf_setsockopt(s, SOL_SOCKET, SK_BPF_CB_FLAGS, &flags, sizeof(flags));
 }
 
-/* Start measuring a new member's sends (a kernel without the callback: no bulk joins). */
+/* Start measuring a new member's sends (at its join, socket locked). */
 static __always_inline void sender_sizes_start(struct bpf_sock_ops *s, struct lism_sk *st,
 					       const struct tcp_sock *tp)
 {
 	st->sizes_bytes = 0;
 	st->sizes_sends = 0;
 	st->sizes_seq = tp ? tp->write_seq : 0;
-	if (tp)
-		send_sizes_watch(s, 1);
+	if (tp && !send_sizes_switch(s, 1))
+		st->flags |= LISM_SKF_SIZES_ON;
 }
 
-/* A sendmsg() of a member whose sends are measured: its size is how far write_seq moved. */
+/* At a member's packet: the callback goes off once it has nothing left to measure. */
+static __always_inline void sender_sizes_settle(struct bpf_sock_ops *s, struct lism_sk *st)
+{
+	if (!(st->flags & LISM_SKF_SIZES_ON) ||
+	    (!(st->flags & LISM_SKF_SIZES_DONE) && st->token && st->sender == LISM_SND_WATCH))
+		return;
+	send_sizes_switch(s, 0);
+	st->flags &= ~LISM_SKF_SIZES_ON;
+}
+
+/* A sendmsg() of a member: its size is how far write_seq moved since the last one. */
 static __always_inline void on_member_send(struct bpf_sock_ops *s)
 {
 	struct bpf_sock *sk = s->sk;
@@ -154,12 +191,15 @@ static __always_inline void on_member_send(struct bpf_sock_ops *s)
 	struct lism_sk *st;
 	__u32 seq;
 
+	stat_add(LISM_S_SEND_SIZE_CALLS, 1);
 	if (!sk)
 		return;
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	tp = bpf_skc_to_tcp_sock(sk);
-	if (!st || !tp || !st->token || st->sender != LISM_SND_WATCH) {
-		send_sizes_watch(s, 0);
+	if (!st || !tp || (st->flags & LISM_SKF_SIZES_DONE))
+		return;
+	if (!st->token || st->sender != LISM_SND_WATCH) {
+		st->flags |= LISM_SKF_SIZES_DONE;
 		return;
 	}
 	seq = tp->write_seq;
@@ -168,11 +208,11 @@ static __always_inline void on_member_send(struct bpf_sock_ops *s)
 	st->sizes_sends++;
 	switch (lism_sender_sizes(st->sizes_sends, st->sizes_bytes)) {
 	case LISM_SENDER_JOIN:
-		sender_enqueue(st);
-		send_sizes_watch(s, 0);
+		if (sender_enqueue(st))
+			st->flags |= LISM_SKF_SIZES_DONE;
 		break;
 	case LISM_SENDER_STOP:
-		send_sizes_watch(s, 0);
+		st->flags |= LISM_SKF_SIZES_DONE;
 		break;
 	}
 }

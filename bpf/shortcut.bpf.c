@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The data path: every send of a socket in the shortcut map runs this.
+ * The data path: every send of a socket in the senders map runs this (a
+ * member becomes a sender once data goes both ways, include/lism/sender.h);
+ * it redirects into the peer through the shortcut map.
  *
  * A direction starts in SYNC: bytes the sender put into TCP before the pair
  * was confirmed (e.g. written right after connect()) may still be in flight
@@ -113,8 +115,7 @@ int lism_msg(struct sk_msg_md *msg)
 		return SK_PASS;
 	lism_churn_count_send(&st->sent, size);
 	tp = bpf_skc_to_tcp_sock(sk);
-	if (st->flags & LISM_SKF_UNSEEN) /* its first send as a sender (sender.h) */
-		account_unseen(st, tp);
+	account_unseen(st, tp); /* at its first send as a sender: what went to TCP before (sender.h) */
 	if (st->stream.passing)
 		account_passed(st, tp);
 	slot = st->peer_slot;

@@ -245,13 +245,22 @@ static struct bpf_link *attach_backstop(struct lism_bpf *skel, const char *dir, 
  * first: then the old callback sweeps on, on the same maps, until the table
  * next empties.)
  */
+/* Run a never-attached tc program once (BPF_PROG_RUN): 0 and its return value, or -errno. */
+static int run_tc_once(const struct bpf_program *prog, __u32 *retval)
+{
+	char frame[14] = { 0 }; /* BPF_PROG_RUN of a tc program wants an Ethernet header; unread */
+	LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = frame, .data_size_in = sizeof(frame));
+	int err = bpf_prog_test_run_opts(bpf_program__fd(prog), &run);
+
+	*retval = run.retval;
+	return err;
+}
+
 static int restart_sweep(struct lism_bpf *skel)
 {
 	size_t size = bpf_map__value_size(skel->maps.sweep);
-	__u32 zero = 0;
+	__u32 zero = 0, retval = 0;
 	void *blank = calloc(1, size);
-	char frame[14] = { 0 }; /* BPF_PROG_RUN of a tc program wants an Ethernet header; unread */
-	LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = frame, .data_size_in = sizeof(frame));
 	int err = blank ? bpf_map__update_elem(skel->maps.sweep, &zero, sizeof(zero), blank, size, 0)
 			: -ENOMEM;
 
@@ -261,8 +270,8 @@ static int restart_sweep(struct lism_bpf *skel)
 		return err;
 	}
 	/* the programs are in force already: a sweep that does not start now is not a failed upgrade */
-	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.lism_sweep_start), &run);
-	if (err || run.retval != 1)
+	err = run_tc_once(skel->progs.lism_sweep_start, &retval);
+	if (err || retval != 1)
 		lism_err("warning: the sweep did not start (%s): it starts with the next connection",
 			  err ? strerror(-err) : "timer refused");
 	return 0;
@@ -272,16 +281,16 @@ static int restart_sweep(struct lism_bpf *skel)
  * The timer that makes members senders (bpf/sender.bpf.h) runs the callback
  * lism_sender_start sets; the handshake program can only start it.  At an
  * upgrade the new program's callback replaces the old one in place
- * (bpf_timer_set_callback on a live timer), so nothing queued is dropped
- * and a failure leaves the old callback working.
+ * (bpf_timer_set_callback on a live timer), so nothing queued is dropped;
+ * if setting it fails, the old callback stays (a failed start after it
+ * leaves the new one set: it runs at the next join).
  */
 static int start_sender_joins(struct lism_bpf *skel)
 {
-	char frame[14] = { 0 }; /* BPF_PROG_RUN of a tc program wants an Ethernet header; unread */
-	LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = frame, .data_size_in = sizeof(frame));
-	int err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.lism_sender_start), &run);
+	__u32 retval = 0;
+	int err = run_tc_once(skel->progs.lism_sender_start, &retval);
 
-	if (err || run.retval != 1) {
+	if (err || retval != 1) {
 		lism_err("starting the sender join timer failed: %s",
 			 err ? strerror(-err) : "the kernel refused the timer");
 		lism_hint("without it no connection's sends would use the shortcut");
@@ -294,8 +303,8 @@ static int start_sender_joins(struct lism_bpf *skel)
  * lism load --upgrade: new programs over a running instance of the same
  * layout.  The maps are the pinned ones (libbpf reuses them), so state,
  * GID, settings and every connection stay.  The cgroup link switches to the
- * new handshake program atomically; the shortcut map gets the new data-path
- * program for sockets that join from now on, while sockets already in it
+ * new handshake program atomically; the senders map gets the new data-path
+ * program for sockets that join it from now on, while sockets already in it
  * keep the one they joined with (it works on the same maps).
  */
 static int upgrade(const struct lism_opts *o)
@@ -357,7 +366,7 @@ static int upgrade(const struct lism_opts *o)
 		lism_err("attaching the new sk_msg program failed: %s", strerror(errno));
 		goto out;
 	}
-	/* before the switch: if it fails, the old programs and their timer stay as they were */
+	/* before the link switch: if it fails, the old handshake program stays in force */
 	if (start_sender_joins(skel))
 		goto out;
 	if (lism_pin_join(path, sizeof(path), o->pin_path, LISM_PIN_LINK_SOCKOPS))

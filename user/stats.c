@@ -86,9 +86,10 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "  streaming (TCP is faster)", (unsigned long long)st[LISM_S_STREAM_TCP]);
 	fprintf(f, ROW, "streams detected", (unsigned long long)st[LISM_S_STREAM_HOLDS]);
 	fprintf(f, "Senders (sends through the data path)\n");
-	fprintf(f, ROW, "joined (data went both ways)", (unsigned long long)st[LISM_S_SENDERS_JOINED]);
+	fprintf(f, ROW, "joined (both ways, or bulk)", (unsigned long long)st[LISM_S_SENDERS_JOINED]);
 	fprintf(f, ROW, "one-way, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_ONE_WAY]);
 	fprintf(f, ROW, "joins refused or lost", (unsigned long long)st[LISM_S_SENDER_JOIN_FAILS]);
+	fprintf(f, ROW, "sends measured (bulk or not)", (unsigned long long)st[LISM_S_SEND_SIZE_CALLS]);
 	fprintf(f, "Shortcut send sizes\n");
 	for (unsigned int b = 0; b < LISM_HIST_BUCKETS; b++) {
 		lism_hist_label(b, label, sizeof(label));
@@ -121,6 +122,7 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	add_u64(o, "senders_joined", st[LISM_S_SENDERS_JOINED]);
 	add_u64(o, "senders_one_way", st[LISM_S_SENDERS_ONE_WAY]);
 	add_u64(o, "sender_join_fails", st[LISM_S_SENDER_JOIN_FAILS]);
+	add_u64(o, "send_size_calls", st[LISM_S_SEND_SIZE_CALLS]);
 	add_u64(o, "token_lost", st[LISM_S_TOKEN_LOST]);
 	add_u64(o, "short_conns", st[LISM_S_SHORT_CONNS]);
 	add_u64(o, "dmbs_in_use", s->usage.dmbs_in_use > 0 ? (__u64)s->usage.dmbs_in_use : 0);

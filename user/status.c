@@ -5,6 +5,7 @@
 #include "event_types.h"
 #include "fastpath.h"
 #include "format.h"
+#include "lism/sender.h"
 #include "log.h"
 #include "reason.h"
 #include "status.h"
@@ -45,8 +46,9 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 		fprintf(f, "  senders: eager (every member's sends run the data path from the handshake), %u now\n",
 			s->sender_sockets);
 	else
-		fprintf(f, "  senders: after 4 data segments each way (timer %s), %u now; %llu joined, %llu one-way on TCP, "
-			"%llu refused\n", s->usage.sender_timer ? "ready" : "NOT READY: sends stay on TCP",
+		fprintf(f, "  senders: after %u data segments each way or bulk sends (timer %s), %u now; "
+			"%llu joined, %llu one-way on TCP, %llu refused\n", LISM_SENDER_MIN_SEGS,
+			s->usage.sender_timer ? "ready" : "NOT READY: sends stay on TCP",
 			s->sender_sockets, (unsigned long long)s->stats[LISM_S_SENDERS_JOINED],
 			(unsigned long long)s->stats[LISM_S_SENDERS_ONE_WAY],
 			(unsigned long long)s->stats[LISM_S_SENDER_JOIN_FAILS]);

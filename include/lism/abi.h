@@ -134,7 +134,7 @@ struct lism_sk {
 	__u8 sender;         /* enum lism_sender: whether our sends run the data path yet */
 	__u8 pad0;
 	struct lism_stream stream; /* adaptive engagement of our sends (stream.h) */
-	__u64 unseen_acked;  /* tcp bytes_acked when its sends stopped being seen (sender.h) */
+	__u64 unseen_base;   /* bytes it had written when its sends stopped being seen (sender.h) */
 	__u64 sizes_bytes;   /* bytes of its first sends as a member, measured one by one (sender.h) */
 	__u32 sizes_seq;     /* write_seq after the last of them */
 	__u32 sizes_sends;   /* how many */
@@ -145,6 +145,8 @@ struct lism_sk {
 #define LISM_SKF_NO_STREAM_DETECT (1u << 1) /* --no-stream-detect was in force when it joined */
 #define LISM_SKF_MODE_KNOWN (1u << 2) /* its blocking mode no longer needs watching (check_member_mode) */
 #define LISM_SKF_UNSEEN (1u << 3)     /* it sent bytes no program saw: counted at its next send or close */
+#define LISM_SKF_SIZES_ON (1u << 4)   /* lism switched its per-sendmsg callback on (sender.h) */
+#define LISM_SKF_SIZES_DONE (1u << 5) /* its first sends were measured: the callback has nothing to do */
 
 /*
  * A member (in the shortcut map: others may redirect to it) becomes a
@@ -156,7 +158,7 @@ enum lism_sender {
 	LISM_SND_WATCH = 1,  /* member; its outgoing packets are watched for a reply pattern */
 	LISM_SND_QUEUED = 2, /* waits for the join timer (bpf/sender.bpf.h) */
 	LISM_SND_JOINED = 3, /* in the senders map */
-	LISM_SND_TCP = 4,    /* one-way so far, no longer watched: its sends stay plain TCP */
+	LISM_SND_TCP = 4,    /* its sends stay plain TCP: one-way for long, or the join was refused */
 };
 
 /*
@@ -263,9 +265,10 @@ enum lism_stat {
 	LISM_S_SHORT_CONNS,     /* confirmed connections whose active end closed having moved little (churn.h) */
 	LISM_S_REAPED_GONE,     /* DMBs the sweep released: their socket was freed and nothing saw it close */
 	LISM_S_SWEEPS,          /* full passes of the sweep over the DMB table */
-	LISM_S_SENDERS_JOINED,  /* members that became senders after data went both ways */
-	LISM_S_SENDERS_ONE_WAY, /* members that sent LISM_SENDER_WATCH_SEGS data segments and received none */
+	LISM_S_SENDERS_JOINED,  /* members that became senders: data went both ways, or bulk sends */
+	LISM_S_SENDERS_ONE_WAY, /* members whose traffic stayed one-way for LISM_SENDER_WATCH_SEGS segments */
 	LISM_S_SENDER_JOIN_FAILS, /* joins the kernel refused (socket no longer established) or lost (queue full) */
+	LISM_S_SEND_SIZE_CALLS, /* per-sendmsg callbacks run (sender.h: at most LISM_SENDER_SIZE_SENDS per member) */
 	LISM_S_MAX
 };
 

@@ -30,10 +30,13 @@
  * callback at each sendmsg, BPF_SOCK_OPS_TSTAMP_SENDMSG_CB, kernel 6.15 and
  * later: the growth of write_seq is the send's size): if they average
  * LISM_SENDER_BULK_BYTES or more, the member joins.  A sendfile() arrives
- * as sends of up to 64 KiB.
+ * as sends of up to 64 KiB.  The callback can only be switched off from a
+ * callback that holds the socket lock (op <= WRITE_HDR_OPT_CB, not the
+ * sendmsg one), so the member's next packet does it.
  *
- * A connection that carries LISM_SENDER_WATCH_SEGS data segments one way
- * with nothing coming back, and not in bulk, stays plain TCP for its life,
+ * A member that sent or received LISM_SENDER_WATCH_SEGS data segments
+ * without joining (a one-way stream of small sends, one long answer to a
+ * request) stays plain TCP for its life,
  * like a stream: the watch costs one sockops callback per packet, which is
  * not paid forever.
  *
@@ -66,10 +69,13 @@ static inline int lism_sender_decide(__u32 skb_len, __u32 data_segs_in, __u32 da
 {
 	if (skb_len && data_segs_in >= LISM_SENDER_MIN_SEGS && data_segs_out >= LISM_SENDER_MIN_SEGS)
 		return LISM_SENDER_JOIN;
-	if (data_segs_out > LISM_SENDER_WATCH_SEGS && !data_segs_in)
-		return LISM_SENDER_STOP; /* a writer nobody answers */
-	if (data_segs_in > LISM_SENDER_WATCH_SEGS && !data_segs_out)
-		return LISM_SENDER_STOP; /* a reader that never answers */
+	/*
+	 * Long, and never a data send after data went both ways: a writer
+	 * nobody answers, one long answer to a request, a reader that stopped
+	 * asking.  The watch ends; its sends stay plain TCP.
+	 */
+	if (data_segs_out > LISM_SENDER_WATCH_SEGS || data_segs_in > LISM_SENDER_WATCH_SEGS)
+		return LISM_SENDER_STOP;
 	return LISM_SENDER_WAIT;
 }
 

@@ -309,14 +309,14 @@ Test(fallback, out_of_scope_destination_gets_no_option)
  * waits, so bytes redirected meanwhile would hang the reader or be
  * overtaken by later TCP bytes.
  */
-static void blocking_accepted_waitall(int send_before_accept)
+static void blocking_accepted_waitall(int send_before_accept, const char *load_args)
 {
 	int port = 0, l, c, s;
 	pid_t pid;
 	char buf[100];
 
 	require_root();
-	env_up(&e, NULL);
+	env_up(&e, load_args);
 	env_enter(&e);
 	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
 	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
@@ -363,14 +363,21 @@ static void blocking_accepted_waitall(int send_before_accept)
 	close(l);
 }
 
+/* Its peer never became a sender (too few bytes): it leaves at once. */
 Test(fallback, blocking_accepted_socket_waitall_reader)
 {
-	blocking_accepted_waitall(0);
+	blocking_accepted_waitall(0, NULL);
 }
 
 Test(fallback, blocking_accepted_socket_bytes_sent_before_accept)
 {
-	blocking_accepted_waitall(1);
+	blocking_accepted_waitall(1, NULL);
+}
+
+/* Its peer is a sender from the start: it leaves once that sender saw it blocking. */
+Test(fallback, blocking_accepted_socket_waitall_reader_eager_peer)
+{
+	blocking_accepted_waitall(0, "--eager-senders");
 }
 
 /* --exclude-cidr carves out of the scope, here out of loopback itself. */

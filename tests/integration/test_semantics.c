@@ -323,8 +323,8 @@ Test(semantics, sendfile_delivers_the_file)
 
 	both_ways(sendfile_case, 1);
 	snap(&e, &st);
-	/* only the senders run's bytes pass the verdict */
-	cr_assert_leq(st.stats[LISM_S_SC_BYTES], 5u << 20);
+	/* the members run may join mid-file (sendfile's 64 KiB sends are bulk) */
+	cr_assert_leq(st.stats[LISM_S_SC_BYTES], 10u << 20);
 	cr_assert_gt(st.stats[LISM_S_SC_BYTES], 1u << 20, "sendfile did not use the shortcut");
 }
 

@@ -25,7 +25,7 @@ Test(sender, a_connection_of_one_or_two_exchanges_never_joins)
 Test(sender, waits_while_data_went_one_way_only)
 {
 	cr_assert_eq(lism_sender_decide(100, 0, 0), LISM_SENDER_WAIT, "the first request");
-	cr_assert_eq(lism_sender_decide(65536, 0, W), LISM_SENDER_WAIT, "large sends decide nothing");
+	cr_assert_eq(lism_sender_decide(65536, 0, W), LISM_SENDER_WAIT, "a large segment decides nothing: sends are measured apart");
 	cr_assert_eq(lism_sender_decide(0, 5, 0), LISM_SENDER_WAIT, "a pure ACK is not a reply");
 	cr_assert_eq(lism_sender_decide(0, 0, 0), LISM_SENDER_WAIT, "no packet (tcp_current_mss)");
 }
@@ -34,7 +34,10 @@ Test(sender, stops_watching_a_one_way_connection)
 {
 	cr_assert_eq(lism_sender_decide(100, 0, W + 1), LISM_SENDER_STOP, "a writer nobody answers");
 	cr_assert_eq(lism_sender_decide(0, W + 1, 0), LISM_SENDER_STOP, "a reader that never answers");
-	cr_assert_eq(lism_sender_decide(0, W + 1, 1), LISM_SENDER_WAIT, "it answered once: a reply may come");
+	cr_assert_eq(lism_sender_decide(0, W + 1, 1), LISM_SENDER_STOP, "one request, one long answer");
+	cr_assert_eq(lism_sender_decide(100, 1, W + 1), LISM_SENDER_STOP, "the long answer's writer");
+	cr_assert_eq(lism_sender_decide(0, W + 1, M), LISM_SENDER_STOP, "a reader that stopped asking");
+	cr_assert_eq(lism_sender_decide(100, W + 1, M), LISM_SENDER_JOIN, "unless it sends again");
 	cr_assert_eq(lism_sender_decide(100, 0, W), LISM_SENDER_WAIT, "at the bound, still watched");
 }
 
