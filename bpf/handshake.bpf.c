@@ -530,6 +530,11 @@ static __always_inline void check_member_mode(struct bpf_sock_ops *s, struct lis
  * a passive member's blocking mode, and whether data went both ways yet
  * (sender.h).  The callback is switched off once neither needs it.
  */
+static __always_inline int paired(const struct lism_sk *st)
+{
+	return st->token && (st->state == LISM_ST_READY || st->state == LISM_ST_CONFIRMED);
+}
+
 static void on_member_packet(struct bpf_sock_ops *s)
 {
 	struct bpf_sock *sk = s->sk;
@@ -545,15 +550,12 @@ static void on_member_packet(struct bpf_sock_ops *s)
 	 */
 	if (!st || st->state == LISM_ST_PROPOSED)
 		return;
-	if (st->token && (st->state == LISM_ST_READY || st->state == LISM_ST_CONFIRMED)) {
-		if (!(st->flags & LISM_SKF_MODE_KNOWN) && st->role == LISM_ROLE_PASSIVE)
-			check_member_mode(s, st);
-		if (st->token && st->sender == LISM_SND_WATCH)
-			sender_watch(s, st);
-	}
+	if (paired(st) && !(st->flags & LISM_SKF_MODE_KNOWN) && st->role == LISM_ROLE_PASSIVE)
+		check_member_mode(s, st); /* may leave: paired() is asked again below */
+	if (paired(st) && st->sender == LISM_SND_WATCH)
+		sender_watch(s, st);
 	sender_sizes_settle(s, st); /* the sendmsg callback cannot switch itself off */
-	if (st->token && (st->state == LISM_ST_READY || st->state == LISM_ST_CONFIRMED) &&
-	    (!(st->flags & LISM_SKF_MODE_KNOWN) || st->sender == LISM_SND_WATCH))
+	if (paired(st) && (!(st->flags & LISM_SKF_MODE_KNOWN) || st->sender == LISM_SND_WATCH))
 		return;
 	if (st->flags & LISM_SKF_SIZES_ON)
 		return; /* this callback must live until it switched that one off */

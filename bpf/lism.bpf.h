@@ -211,18 +211,23 @@ static __always_inline __u64 gid_tag(const struct lism_device *d)
  * without the sk_msg program seeing them: at its next run, or when the
  * socket stops sending (state change).
  */
+/* @n bytes of a paired socket went over TCP: its entry's count and the total. */
+static __always_inline void count_tcp_bytes(const struct lism_sk *st, __u64 n)
+{
+	struct lism_dmb *me = dmb_get(st->slot);
+
+	if (me && me->token == st->token)
+		me->tx_tcp_bytes += n;
+	stat_add(LISM_S_TCP_BYTES, n);
+}
+
 static __always_inline void account_passed(struct lism_sk *st, const struct tcp_sock *tp)
 {
 	__u32 passed = tp ? lism_stream_passed(&st->stream, tp->write_seq) : 0;
-	struct lism_dmb *me;
 
 	st->stream.passing = 0;
-	if (!passed)
-		return;
-	me = dmb_get(st->slot);
-	if (me && me->token == st->token)
-		me->tx_tcp_bytes += passed;
-	stat_add(LISM_S_TCP_BYTES, passed);
+	if (passed)
+		count_tcp_bytes(st, passed);
 }
 
 /*
@@ -231,28 +236,24 @@ static __always_inline void account_passed(struct lism_sk *st, const struct tcp_
  */
 static __always_inline void account_unseen(struct lism_sk *st, const struct tcp_sock *tp)
 {
-	struct lism_dmb *me;
 	__u64 unseen;
 
 	if (!(st->flags & LISM_SKF_UNSEEN) || !tp)
 		return;
 	st->flags &= ~LISM_SKF_UNSEEN;
 	unseen = lism_sender_written(tp->bytes_acked, tp->snd_una, tp->write_seq) - st->unseen_base;
-	if (!unseen || (__s64)unseen < 0)
-		return;
-	me = dmb_get(st->slot);
-	if (me && me->token == st->token)
-		me->tx_tcp_bytes += unseen;
-	stat_add(LISM_S_TCP_BYTES, unseen);
+	if (unseen && (__s64)unseen > 0)
+		count_tcp_bytes(st, unseen);
 }
 
-/* A sender's peer may receive redirects from now on (LISM_CONN_PEER_SENDS). */
-static __always_inline void mark_peer_receives(const struct lism_sk *st)
+/* A sender's peer may receive redirects from now on (LISM_CONN_PEER_SENDS); its entry. */
+static __always_inline struct lism_dmb *mark_peer_receives(const struct lism_sk *st)
 {
 	struct lism_dmb *pe = dmb_by_token(st->peer_token);
 
 	if (pe && !(pe->conn_flags & LISM_CONN_PEER_SENDS))
 		__sync_fetch_and_or(&pe->conn_flags, LISM_CONN_PEER_SENDS);
+	return pe;
 }
 
 /* From now on its sends go to TCP unseen until it joins the senders (sender.h). */

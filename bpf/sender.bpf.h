@@ -65,10 +65,8 @@ static __always_inline void sender_join_one(__u64 token)
 		return; /* it closed or left the shortcut since it queued */
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	if (st && st->token == token && st->sender == LISM_SND_QUEUED) {
-		pe = dmb_by_token(st->peer_token);
 		/* before its first send can redirect: a blocking peer must not leave after it */
-		if (pe && !(pe->conn_flags & LISM_CONN_PEER_SENDS))
-			__sync_fetch_and_or(&pe->conn_flags, LISM_CONN_PEER_SENDS);
+		pe = mark_peer_receives(st);
 		if (bpf_map_update_elem(&senders, &token, sk, BPF_NOEXIST)) {
 			/* the kernel takes only established sockets: a half-closed one stays on TCP */
 			st->sender = LISM_SND_TCP;

@@ -94,7 +94,7 @@ SEC("sk_msg")
 int lism_msg(struct sk_msg_md *msg)
 {
 	struct bpf_sock *sk = msg->sk;
-	struct lism_dmb *pe, *me;
+	struct lism_dmb *pe;
 	struct tcp_sock *tp;
 	struct lism_sk *st;
 	__u32 size = msg->size, unread, slot, bucket;
@@ -194,10 +194,7 @@ tcp:
 	 */
 	if (st->tx == LISM_TX_SHORTCUT)
 		st->tx = LISM_TX_SYNC;
-	me = dmb_get(st->slot);
-	if (me && me->token == st->token)
-		me->tx_tcp_bytes += size;
+	count_tcp_bytes(st, size);
 	stat_add(LISM_S_TCP_MSGS, 1);
-	stat_add(LISM_S_TCP_BYTES, size);
 	return SK_PASS;
 }
