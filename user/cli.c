@@ -64,7 +64,7 @@ void lism_usage(FILE *f)
 		"           [--cgroup PATH] [--max-dmbs N] [--dmb-size BYTES] [--local-cidr CIDR]...\n"
 		"           [--exclude-cidr CIDR]... [--exclude-port PORT]... [--include-port PORT]...\n"
 		"           [--allow-blocking] [--no-stream-detect] [--no-churn-detect]\n"
-		"           [--churn-window MS] [--eager-senders] [--upgrade] [--mount-bpffs]\n"
+		"           [--churn-window MS] [--senders adaptive|eager] [--upgrade] [--mount-bpffs]\n"
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
 		"           [--timeout SECONDS] [--force]\n"
 		"  status   the loopback-ism device, like smcd device   [-j]\n"
@@ -82,6 +82,7 @@ void lism_usage(FILE *f)
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
 		"  set churn-detect on|off   let destinations of short connections skip the shortcut\n"
+		"  set senders adaptive|eager   when new connections' sends start to run the data path\n"
 		"  xdp attach --iface GLOB,...   veth fast path (XDP) on matching interfaces\n"
 		"  xdp detach                    remove it from every interface\n"
 		"  xdp status                    where it is attached, what it forwarded   [-j]\n"
@@ -114,6 +115,16 @@ int lism_parse_u32(const char *s, __u32 min, __u32 max, __u32 *out)
 		return -ERANGE;
 	*out = (__u32)v;
 	return 0;
+}
+
+/* "adaptive": 0 (include/lism/sender.h decides), "eager": 1 (senders from the handshake). */
+int lism_parse_senders(const char *s)
+{
+	if (s && !strcmp(s, "adaptive"))
+		return 0;
+	if (s && !strcmp(s, "eager"))
+		return 1;
+	return -EINVAL;
 }
 
 int lism_parse_size(const char *s, __u64 *out)
@@ -270,6 +281,7 @@ enum {
 	OPT_NO_STREAM_DETECT,
 	OPT_NO_CHURN_DETECT,
 	OPT_EAGER_SENDERS,
+	OPT_SENDERS,
 	OPT_CHURN_WINDOW,
 	OPT_IFACE,
 	OPT_TYPE,
@@ -296,6 +308,7 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 	case OPT_NO_STREAM_DETECT:
 	case OPT_NO_CHURN_DETECT:
 	case OPT_EAGER_SENDERS:
+	case OPT_SENDERS:
 	case OPT_CHURN_WINDOW:
 	case OPT_MOUNT_BPFFS:
 	case OPT_EXCLUDE_PORT:
@@ -344,7 +357,8 @@ static int parse_positional(struct lism_opts *o, int n, char **args, char *err, 
 	if (o->cmd == LISM_CMD_SET) {
 		if (n != 2)
 			return fail(err, errlen,
-				    "set: expected 'active on|off', 'max-dmbs N' or 'churn-detect on|off'");
+				    "set: expected 'active on|off', 'max-dmbs N', 'churn-detect on|off' "
+				    "or 'senders adaptive|eager'");
 		int active = !strcmp(args[0], "active");
 
 		if (active || !strcmp(args[0], "churn-detect")) {
@@ -357,6 +371,16 @@ static int parse_positional(struct lism_opts *o, int n, char **args, char *err, 
 				return fail(err, errlen, "set %s: '%s' is not on or off", args[0], args[1]);
 			return 0;
 		}
+		if (!strcmp(args[0], "senders")) {
+			int eager = lism_parse_senders(args[1]);
+
+			if (eager < 0)
+				return fail(err, errlen, "set senders: '%s' is not adaptive or eager",
+					    args[1]);
+			o->set_key = LISM_SET_SENDERS;
+			o->set_value = (__u32)eager;
+			return 0;
+		}
 		if (!strcmp(args[0], "max-dmbs")) {
 			o->set_key = LISM_SET_MAX_DMBS;
 			if (lism_parse_u32(args[1], 1, LISM_MAX_DMBS_LIMIT, &o->set_value))
@@ -364,7 +388,8 @@ static int parse_positional(struct lism_opts *o, int n, char **args, char *err, 
 					    args[1], LISM_MAX_DMBS_LIMIT);
 			return 0;
 		}
-		return fail(err, errlen, "set: unknown setting '%s' (active, max-dmbs, churn-detect)",
+		return fail(err, errlen,
+			    "set: unknown setting '%s' (active, max-dmbs, churn-detect, senders)",
 			    args[0]);
 	}
 	if (o->cmd == LISM_CMD_XDP) {
@@ -399,6 +424,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "no-stream-detect", no_argument, NULL, OPT_NO_STREAM_DETECT },
 		{ "no-churn-detect", no_argument, NULL, OPT_NO_CHURN_DETECT },
 		{ "eager-senders", no_argument, NULL, OPT_EAGER_SENDERS },
+		{ "senders", required_argument, NULL, OPT_SENDERS },
 		{ "churn-window", required_argument, NULL, OPT_CHURN_WINDOW },
 		{ "mount-bpffs", no_argument, NULL, OPT_MOUNT_BPFFS },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -547,6 +573,11 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			break;
 		case OPT_EAGER_SENDERS:
 			o->eager_senders = 1;
+			break;
+		case OPT_SENDERS: /* the same as --eager-senders, with a value a ConfigMap can carry */
+			o->eager_senders = lism_parse_senders(arg);
+			if (o->eager_senders < 0)
+				return fail(err, errlen, "--senders: '%s' is not adaptive or eager", arg);
 			break;
 		case OPT_CHURN_WINDOW:
 			if (lism_parse_u32(arg, 0, LISM_CHURN_WINDOW_MAX_MS, &o->churn_window_ms))

@@ -49,6 +49,7 @@ enum lism_set_key {
 	LISM_SET_ACTIVE,
 	LISM_SET_MAX_DMBS,
 	LISM_SET_CHURN_DETECT,
+	LISM_SET_SENDERS,
 };
 
 /* lism xdp ACTION */
@@ -134,6 +135,7 @@ int lism_parse_size(const char *s, __u64 *out);
 
 /* Decimal only, within [min, max].  0 or -EINVAL/-ERANGE. */
 int lism_parse_u32(const char *s, __u32 min, __u32 max, __u32 *out);
+int lism_parse_senders(const char *s);
 
 /* "10.0.0.0/8", "fd00::/64", "192.0.2.1" (host route).  0 or -EINVAL. */
 int lism_parse_cidr(const char *s, struct lism_cidr *out);

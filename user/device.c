@@ -353,6 +353,12 @@ int lism_cmd_set(const struct lism_opts *o)
 		else
 			d.flags |= LISM_DEV_F_NO_CHURN_DETECT;
 		break;
+	case LISM_SET_SENDERS:
+		if (o->set_value)
+			d.flags |= LISM_DEV_F_EAGER_SENDERS;
+		else
+			d.flags &= ~LISM_DEV_F_EAGER_SENDERS;
+		break;
 	default:
 		ret = LISM_EXIT_USAGE;
 		goto out;
@@ -370,6 +376,10 @@ int lism_cmd_set(const struct lism_opts *o)
 		printf("lism: churn-detect %s: %s\n", o->set_value ? "on" : "off",
 		       o->set_value ? "destinations of short connections may skip the shortcut"
 				    : "every new connection may use the shortcut");
+	else if (o->set_key == LISM_SET_SENDERS)
+		printf("lism: senders %s: %s\n", o->set_value ? "eager" : "adaptive",
+		       o->set_value ? "new connections' sends run the data path from the handshake"
+				    : "new connections' sends run it once data goes both ways or is bulk");
 	else
 		printf("lism: max-dmbs %u\n", d.max_dmbs);
 out:

@@ -354,6 +354,46 @@ Test(shortcut, eager_senders_join_at_the_handshake)
 	assert_drained();
 }
 
+/* `lism set senders` switches new connections, and leaves paired ones as they are. */
+Test(shortcut, set_senders_switches_new_connections)
+{
+	struct lism_snapshot s;
+	int c1, s1, c2, s2, c3, s3;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c1, &s1);
+	assert_confirmed(1);
+	snap(&e, &s);
+	cr_assert_eq(s.sender_sockets, 0, "adaptive: members only at the handshake");
+	cr_assert_eq(lism(&e, "set senders eager"), 0);
+	snap(&e, &s);
+	cr_assert(s.dev.flags & LISM_DEV_F_EAGER_SENDERS);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
+	assert_confirmed(2);
+	snap(&e, &s);
+	cr_assert_eq(s.sender_sockets, 2, "eager: the new pair's ends are senders at the handshake");
+	cr_assert_eq(send_all(c2, 24, 0, 5000), 0);
+	cr_assert_eq(recv_check(s2, 24, 0, 5000, 5000), 0);
+	cr_assert_eq(send_all(c1, 25, 0, 3000), 0);
+	cr_assert_eq(recv_check(s1, 25, 0, 3000, 5000), 0);
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 5000, "only the eager pair's one-way send takes the shortcut");
+	cr_assert_eq(lism(&e, "set senders adaptive"), 0);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c3, &s3);
+	assert_confirmed(3);
+	snap(&e, &s);
+	cr_assert_not(s.dev.flags & LISM_DEV_F_EAGER_SENDERS);
+	cr_assert_eq(s.sender_sockets, 2, "adaptive again: the third pair joined at its handshake");
+	cr_assert_neq(lism(&e, "set senders sometimes"), 0);
+	close(c1);
+	close(s1);
+	close(c2);
+	close(s2);
+	close(c3);
+	close(s3);
+	assert_drained();
+}
+
 /*
  * Bytes that a stream's verdict passed ahead sent to TCP unseen are
  * accounted when the sender shuts down, if no later send ran the program.

@@ -70,6 +70,14 @@ Test(cli, load_options)
 	cr_assert_eq(parse("run --eager-senders", &x, err), LISM_EXIT_OK, "%s", err);
 	cr_assert(x.eager_senders);
 	cr_assert_neq(parse("stats --eager-senders", &x, err), LISM_EXIT_OK, "a load option only");
+	cr_assert_eq(parse("run --senders=eager", &x, err), LISM_EXIT_OK, "%s", err);
+	cr_assert(x.eager_senders, "--senders eager is --eager-senders");
+	cr_assert_eq(parse("run --eager-senders --senders adaptive", &x, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_not(x.eager_senders, "the last one counts");
+	cr_assert_neq(parse("load --senders lazy", &x, err), LISM_EXIT_OK);
+	cr_assert(strstr(err, "adaptive or eager"), "%s", err);
+	cr_assert_neq(parse("load --senders=", &x, err), LISM_EXIT_OK, "an empty ConfigMap value");
+	cr_assert_neq(parse("conns --senders eager", &x, err), LISM_EXIT_OK, "a load option only");
 	cr_assert_eq(parse("run --no-churn-detect --churn-window 250", &x, err), LISM_EXIT_OK, "%s", err);
 	cr_assert(x.no_churn_detect);
 	cr_assert_eq(x.churn_window_ms, 250);
@@ -99,6 +107,13 @@ Test(cli, operator_commands)
 	cr_assert_eq(o.set_value, 1);
 	cr_assert_neq(parse("set churn-detect maybe", &o, err), LISM_EXIT_OK);
 	cr_assert(strstr(err, "churn-detect"), "%s", err);
+	cr_assert_eq(parse("set senders eager", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.set_key, LISM_SET_SENDERS);
+	cr_assert_eq(o.set_value, 1);
+	cr_assert_eq(parse("set senders adaptive", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.set_value, 0);
+	cr_assert_neq(parse("set senders on", &o, err), LISM_EXIT_OK);
+	cr_assert(strstr(err, "adaptive or eager"), "%s", err);
 	cr_assert_eq(parse("stats reset", &o, err), LISM_EXIT_OK, "%s", err);
 	cr_assert(o.stats_reset);
 	cr_assert_eq(parse("stats -j", &o, err), LISM_EXIT_OK, "%s", err);
