@@ -844,10 +844,13 @@ static void on_state(struct bpf_sock_ops *s)
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	if (!st || !st->token)
 		return;
-	account_unseen(st, bpf_skc_to_tcp_sock(sk)); /* sent over TCP before it was a sender */
+	e = dmb_by_token(st->token);
+	/* sent over TCP before it was a sender: paired sockets' bytes while the pair is on */
+	if (e && e->state != LISM_ST_FALLBACK)
+		account_unseen(st, bpf_skc_to_tcp_sock(sk));
+	st->flags &= ~LISM_SKF_UNSEEN;
 	if (st->stream.passing) /* no send of ours runs the sk_msg program any more */
 		account_passed(st, bpf_skc_to_tcp_sock(sk));
-	e = dmb_by_token(st->token);
 	if (!e) { /* released by the peer's decline */
 		stat_add(LISM_S_TOKEN_LOST, 1);
 		st->token = 0;

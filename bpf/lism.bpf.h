@@ -250,9 +250,14 @@ static __always_inline void account_unseen(struct lism_sk *st, const struct tcp_
 static __always_inline struct lism_dmb *mark_peer_receives(const struct lism_sk *st)
 {
 	struct lism_dmb *pe = dmb_by_token(st->peer_token);
+	__u32 old;
 
-	if (pe && !(pe->conn_flags & LISM_CONN_PEER_SENDS))
-		__sync_fetch_and_or(&pe->conn_flags, LISM_CONN_PEER_SENDS);
+	if (!pe || (pe->conn_flags & LISM_CONN_PEER_SENDS))
+		return pe;
+	old = __sync_fetch_and_or(&pe->conn_flags, LISM_CONN_PEER_SENDS);
+	/* the slot was released and taken by a new pair between the two: not its mark */
+	if (pe->token != st->peer_token && !(old & LISM_CONN_PEER_SENDS))
+		__sync_fetch_and_and(&pe->conn_flags, ~LISM_CONN_PEER_SENDS);
 	return pe;
 }
 

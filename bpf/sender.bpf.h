@@ -57,27 +57,51 @@ struct {
 /* The member's sends start running the sk_msg program (in SYNC, as every pairing starts). */
 static __always_inline void sender_join_one(__u64 token)
 {
-	struct bpf_sock *sk = bpf_map_lookup_elem(&shortcut, &token);
-	struct lism_dmb *pe;
+	struct bpf_sock *sk = bpf_map_lookup_elem(&shortcut, &token), *again;
+	struct lism_dmb *me, *pe;
 	struct lism_sk *st;
 
 	if (!sk)
 		return; /* it closed or left the shortcut since it queued */
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
-	if (st && st->token == token && st->sender == LISM_SND_QUEUED) {
-		/* before its first send can redirect: a blocking peer must not leave after it */
-		pe = mark_peer_receives(st);
-		if (bpf_map_update_elem(&senders, &token, sk, BPF_NOEXIST)) {
-			/* the kernel takes only established sockets: a half-closed one stays on TCP */
-			st->sender = LISM_SND_TCP;
-			if (pe && pe->token == st->peer_token)
-				__sync_fetch_and_and(&pe->conn_flags, ~LISM_CONN_PEER_SENDS);
-			stat_add(LISM_S_SENDER_JOIN_FAILS, 1);
-		} else {
-			st->sender = LISM_SND_JOINED;
-			stat_add(LISM_S_SENDERS_JOINED, 1);
-		}
+	if (!st || st->token != token || st->sender != LISM_SND_QUEUED)
+		goto out;
+	me = dmb_by_token(token);
+	pe = dmb_by_token(st->peer_token);
+	if (!me || !pe || me->state != LISM_ST_CONFIRMED || pe->state != LISM_ST_CONFIRMED) {
+		/* the pair fell back or ended since it queued: the send path would be for nothing */
+		st->sender = LISM_SND_TCP;
+		goto out;
 	}
+	/* before its first send can redirect: a blocking peer must not leave after it */
+	pe = mark_peer_receives(st);
+	if (bpf_map_update_elem(&senders, &token, sk, BPF_NOEXIST)) {
+		/* the kernel takes only established sockets: a half-closed one stays on TCP */
+		st->sender = LISM_SND_TCP;
+		if (pe && pe->token == st->peer_token)
+			__sync_fetch_and_and(&pe->conn_flags, ~LISM_CONN_PEER_SENDS);
+		stat_add(LISM_S_SENDER_JOIN_FAILS, 1);
+		goto out;
+	}
+	/*
+	 * A close() may have run meanwhile: sock_map_close() unlinks the
+	 * socket from every map under the socket lock, which the map update
+	 * (bh_lock_sock only) does not exclude, and the socket is still
+	 * established until tcp_close().  Then the update linked it again, with
+	 * a new psock, into the senders alone: take it out.  A close() after
+	 * this lookup unlinks the new link itself.
+	 */
+	again = bpf_map_lookup_elem(&shortcut, &token);
+	if (!again) {
+		bpf_map_delete_elem(&senders, &token);
+		st->sender = LISM_SND_TCP;
+		stat_add(LISM_S_SENDER_JOIN_FAILS, 1);
+		goto out;
+	}
+	bpf_sk_release(again);
+	st->sender = LISM_SND_JOINED;
+	stat_add(LISM_S_SENDERS_JOINED, 1);
+out:
 	bpf_sk_release(sk);
 }
 
@@ -201,7 +225,7 @@ static __always_inline void on_member_send(struct bpf_sock_ops *s)
 		return;
 	}
 	seq = tp->write_seq;
-	st->sizes_bytes += seq - st->sizes_seq;
+	st->sizes_bytes += lism_sender_bulk_part(seq - st->sizes_seq);
 	st->sizes_seq = seq;
 	st->sizes_sends++;
 	switch (lism_sender_sizes(st->sizes_sends, st->sizes_bytes)) {

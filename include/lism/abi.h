@@ -135,7 +135,7 @@ struct lism_sk {
 	__u8 pad0;
 	struct lism_stream stream; /* adaptive engagement of our sends (stream.h) */
 	__u64 unseen_base;   /* bytes it had written when its sends stopped being seen (sender.h) */
-	__u64 sizes_bytes;   /* bytes of its first sends as a member, measured one by one (sender.h) */
+	__u64 sizes_bytes;   /* bytes of its first sends as a member that were bulk (sender.h) */
 	__u32 sizes_seq;     /* write_seq after the last of them */
 	__u32 sizes_sends;   /* how many */
 };

@@ -28,9 +28,15 @@
  * over a veth every segment is an MSS), so a member's first
  * LISM_SENDER_SIZE_SENDS sends are measured one by one (the sockops
  * callback at each sendmsg, BPF_SOCK_OPS_TSTAMP_SENDMSG_CB, kernel 6.15 and
- * later: the growth of write_seq is the send's size): if they average
- * LISM_SENDER_BULK_BYTES or more, the member joins.  A sendfile() arrives
- * as sends of up to 64 KiB.  The callback can only be switched off from a
+ * later: the growth of write_seq is the send's size): if their sends of
+ * LISM_STREAM_BIG (64 KiB) or more carry LISM_SENDER_BULK_BYTES per send on
+ * average, the member joins.  Only those count because only those gain: a
+ * one-way stream of 32 KiB..64000-byte sends ran at 0.52-0.77 of TCP
+ * through the shortcut (non-blocking, docs/performance.md), since TCP on
+ * loopback sends each such write in one segment, while from 64 KiB on it
+ * splits every write into a full segment and a small tail and the
+ * shortcut runs at 2-2.5x.  A sendfile() arrives as sends of 64 KiB, after
+ * the headers' small one.  The callback can only be switched off from a
  * callback that holds the socket lock (op <= WRITE_HDR_OPT_CB, not the
  * sendmsg one), so the member's next packet does it.
  *
@@ -48,6 +54,7 @@
 #define LISM_SENDER_H
 
 #include "types.h"
+#include "stream.h"
 
 #define LISM_SENDER_MIN_SEGS 4
 #define LISM_SENDER_SIZE_SENDS 8
@@ -79,16 +86,23 @@ static inline int lism_sender_decide(__u32 skb_len, __u32 data_segs_in, __u32 da
 	return LISM_SENDER_WAIT;
 }
 
+/* What a measured send of @size bytes adds to the bulk bytes: only a send the shortcut wins. */
+static inline __u32 lism_sender_bulk_part(__u32 size)
+{
+	return size >= LISM_STREAM_BIG ? size : 0;
+}
+
 /*
- * A member's first sends, measured: LISM_SENDER_WAIT until it made
+ * A member's first @sends, measured, whose sends of LISM_STREAM_BIG or
+ * more carried @bulk bytes: LISM_SENDER_WAIT until it made
  * LISM_SENDER_SIZE_SENDS of them, then JOIN if they were bulk sends, else
  * STOP (the size watch ends; the segment watch above goes on).
  */
-static inline int lism_sender_sizes(__u32 sends, __u64 bytes)
+static inline int lism_sender_sizes(__u32 sends, __u64 bulk)
 {
 	if (sends < LISM_SENDER_SIZE_SENDS)
 		return LISM_SENDER_WAIT;
-	return bytes >= (__u64)sends * LISM_SENDER_BULK_BYTES ? LISM_SENDER_JOIN : LISM_SENDER_STOP;
+	return bulk >= (__u64)sends * LISM_SENDER_BULK_BYTES ? LISM_SENDER_JOIN : LISM_SENDER_STOP;
 }
 
 /*

@@ -65,3 +65,26 @@ Test(sender, bulk_sends_join_small_ones_stop_the_size_watch)
 		     "just below the average");
 	cr_assert_eq(lism_sender_sizes(n, (__u64)n * 100), LISM_SENDER_STOP, "a small-message stream");
 }
+
+/* Only sends the shortcut wins count as bulk: 64 KiB and more (include/lism/sender.h). */
+Test(sender, only_sends_of_64_kib_or_more_are_bulk)
+{
+	const __u32 n = LISM_SENDER_SIZE_SENDS;
+	__u64 bulk = 0;
+
+	cr_assert_eq(lism_sender_bulk_part(64000), 0, "TCP's best write size on loopback");
+	cr_assert_eq(lism_sender_bulk_part(LISM_STREAM_BIG - 1), 0);
+	cr_assert_eq(lism_sender_bulk_part(LISM_STREAM_BIG), LISM_STREAM_BIG);
+	cr_assert_eq(lism_sender_bulk_part(1u << 20), 1u << 20);
+	for (__u32 i = 0; i < n; i++)
+		bulk += lism_sender_bulk_part(64000);
+	cr_assert_eq(lism_sender_sizes(n, bulk), LISM_SENDER_STOP, "a stream of 64000-byte sends");
+	bulk = lism_sender_bulk_part(300); /* nginx: the headers, then sendfile() */
+	for (__u32 i = 1; i < n; i++)
+		bulk += lism_sender_bulk_part(64 << 10);
+	cr_assert_eq(lism_sender_sizes(n, bulk), LISM_SENDER_JOIN, "headers, then sendfile's 64 KiB");
+	bulk = 0; /* half small, half 64 KiB: just enough */
+	for (__u32 i = 0; i < n; i++)
+		bulk += lism_sender_bulk_part(i % 2 ? 64 << 10 : 1000);
+	cr_assert_eq(lism_sender_sizes(n, bulk), LISM_SENDER_JOIN, "half of them bulk");
+}
