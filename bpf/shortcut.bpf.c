@@ -132,20 +132,18 @@ int lism_msg(struct sk_msg_md *msg)
 	peer = *owner;
 	if (!peer)
 		goto tcp;
-	if (!(st->flags & LISM_SKF_ALLOW_BLOCKING)) {
-		if (!nonblocking_reader(peer)) {
-			/* told to the peer's own program, which may then leave the map safely */
-			if (!(pe->conn_flags & LISM_CONN_SEEN_BLOCKING))
-				__sync_fetch_and_or(&pe->conn_flags, LISM_CONN_SEEN_BLOCKING);
-			goto tcp;
-		}
-		/*
-		 * Non-blocking now (accepted since, or its mode changed): an older
-		 * sighting must not let it leave while this send may redirect.
-		 */
-		if (pe->conn_flags & LISM_CONN_SEEN_BLOCKING)
-			__sync_fetch_and_and(&pe->conn_flags, ~LISM_CONN_SEEN_BLOCKING);
+	if (!(st->flags & LISM_SKF_ALLOW_BLOCKING) && !nonblocking_reader(peer)) {
+		/* told to the peer's own program, which may then leave the map safely */
+		if (!(pe->conn_flags & LISM_CONN_SEEN_BLOCKING))
+			__sync_fetch_and_or(&pe->conn_flags, LISM_CONN_SEEN_BLOCKING);
+		goto tcp;
 	}
+	/*
+	 * Non-blocking now (accepted since, or its mode changed): an older
+	 * sighting must not let it leave while this send may redirect.
+	 */
+	if (pe->conn_flags & LISM_CONN_SEEN_BLOCKING)
+		__sync_fetch_and_and(&pe->conn_flags, ~LISM_CONN_SEEN_BLOCKING);
 
 	/* a stream found earlier keeps TCP for a while (stream.h) */
 	if (st->stream.hold_until && lism_stream_held(&st->stream, bpf_ktime_get_ns())) {
