@@ -660,10 +660,15 @@ static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device
 		    (st->role == LISM_ROLE_ACTIVE || (d->flags & LISM_DEV_F_ALLOW_BLOCKING) ?
 			     LISM_SKF_MODE_KNOWN : 0);
 	if (d->flags & LISM_DEV_F_EAGER_SENDERS) {
+		struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+
 		if (bpf_sock_hash_update(s, &senders, &key, BPF_NOEXIST)) {
 			bpf_map_delete_elem(&shortcut, &key);
 			return -1;
 		}
+		st->win_seq = tp ? tp->write_seq : 0;
+		st->sc_seq = st->win_seq;
+		st->win_sc = 0;
 		st->sender = LISM_SND_JOINED;
 	} else {
 		struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);

@@ -149,6 +149,45 @@ struct {
 	__type(value, __u64);
 } event_readers SEC(".maps") __weak;
 
+/*
+ * The sender timer's work (bpf/sender.bpf.h): tokens of members to join
+ * the senders map (each queues once), and of senders to take out of both
+ * maps again (sender.h), which the sk_msg program queues.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
+	__type(value, __u64);
+} sender_queue SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
+	__type(value, __u64);
+} sender_leaves SEC(".maps") __weak;
+
+struct lism_sender_join {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lism_sender_join);
+} sender_join SEC(".maps") __weak;
+
+/* Run the sender timer now (it fails only before lism_sender_start set it up). */
+static __always_inline void sender_timer_kick(void)
+{
+	struct lism_sender_join *sj;
+	__u32 zero = 0;
+
+	sj = bpf_map_lookup_elem(&sender_join, &zero);
+	if (sj)
+		bpf_timer_start(&sj->timer, 0, 0);
+}
+
 static __always_inline struct lism_device *lism_dev(void)
 {
 	__u32 zero = 0;

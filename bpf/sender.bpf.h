@@ -18,6 +18,7 @@
 #define LISM_SENDER_BPF_H
 
 #include "lism.bpf.h"
+#include "dmb.bpf.h"
 #include "lism/sender.h"
 
 #ifndef CLOCK_MONOTONIC
@@ -36,29 +37,12 @@ struct {
 	__type(value, __u64);
 } senders SEC(".maps");
 
-/* Tokens of members waiting for the join timer; each member queues once. */
-struct {
-	__uint(type, BPF_MAP_TYPE_QUEUE);
-	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
-	__type(value, __u64);
-} sender_queue SEC(".maps");
-
-struct lism_sender_join {
-	struct bpf_timer timer;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lism_sender_join);
-} sender_join SEC(".maps");
-
 /* The member's sends start running the sk_msg program (in SYNC, as every pairing starts). */
 static __always_inline void sender_join_one(__u64 token)
 {
 	struct bpf_sock *sk = bpf_map_lookup_elem(&shortcut, &token), *again;
 	struct lism_dmb *me, *pe;
+	struct tcp_sock *tp;
 	struct lism_sk *st;
 
 	if (!sk)
@@ -75,6 +59,10 @@ static __always_inline void sender_join_one(__u64 token)
 	}
 	/* before its first send can redirect: a blocking peer must not leave after it */
 	pe = mark_peer_receives(st);
+	tp = bpf_skc_to_tcp_sock(sk);
+	st->win_seq = tp ? tp->write_seq : 0; /* its first window (sender.h) */
+	st->sc_seq = st->win_seq;
+	st->win_sc = 0;
 	if (bpf_map_update_elem(&senders, &token, sk, BPF_NOEXIST)) {
 		/* the kernel takes only established sockets: a half-closed one stays on TCP */
 		st->sender = LISM_SND_TCP;
@@ -105,18 +93,102 @@ out:
 	bpf_sk_release(sk);
 }
 
+/*
+ * A sender whose last sends all went to TCP (sender.h) leaves both maps:
+ * its socket is plain TCP again and the pair falls back (sync-stuck).
+ * Only while nobody redirects to it: its peer is no sender (a join would
+ * have to run in this timer, one at a time, to make it one) and its own
+ * shortcut queue is empty (leaving would drop what is unread).  Else it
+ * is a sender again and may come back to the shortcut.
+ */
+static __always_inline void sender_leave_one(__u64 token)
+{
+	struct bpf_sock *sk = bpf_map_lookup_elem(&shortcut, &token);
+	struct lism_dmb *me, *pe;
+	struct tcp_sock *tp;
+	struct lism_sk *st;
+	__u64 ud, ptoken;
+
+	if (!sk)
+		return; /* it closed since it queued */
+	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	if (!st || st->token != token || st->sender != LISM_SND_LEAVING)
+		goto out;
+	me = dmb_by_token(token);
+	tp = bpf_skc_to_tcp_sock(sk);
+	ud = tp ? (__u64)tp->inet_conn.icsk_inet.sk.sk_user_data & ~SK_USER_DATA_FLAGS : 0;
+	if (!me || !tp || (me->conn_flags & LISM_CONN_PEER_SENDS) ||
+	    (ud && BPF_CORE_READ((struct sk_psock *)ud, msg_tot_len))) {
+		/* its sends run the data path again, from SYNC (its program leaves tx alone meanwhile) */
+		st->win_seq = tp ? tp->write_seq : 0;
+		st->sc_seq = st->win_seq;
+		st->win_sc = 0;
+		st->sender = LISM_SND_JOINED;
+		st->tx = LISM_TX_SYNC;
+		goto out;
+	}
+	/*
+	 * Its close() may run meanwhile (the timer does not hold the socket
+	 * lock): only a confirmed entry that is still its own falls back, and
+	 * release_own() has exactly one winner.
+	 */
+	if (__sync_val_compare_and_swap(&me->state, LISM_ST_CONFIRMED, LISM_ST_FALLBACK) !=
+	    LISM_ST_CONFIRMED)
+		goto out;
+	if (__sync_fetch_and_add(&me->token, 0) != token) {
+		__sync_val_compare_and_swap(&me->state, LISM_ST_FALLBACK, LISM_ST_CONFIRMED);
+		goto out;
+	}
+	me->reason = LISM_R_SYNC_STUCK;
+	ptoken = st->peer_token;
+	account_unseen(st, tp);
+	if (st->stream.passing) /* its sends no longer run the sk_msg program */
+		account_passed(st, tp);
+	bpf_map_delete_elem(&senders, &token);
+	bpf_map_delete_elem(&shortcut, &token);
+	st->state = LISM_ST_FALLBACK;
+	st->reason = LISM_R_SYNC_STUCK;
+	st->tx = LISM_TX_TCP;
+	st->sender = LISM_SND_NONE;
+	reason_count(LISM_R_SYNC_STUCK);
+	stat_add(LISM_S_FALLBACKS, 1);
+	stat_add(LISM_S_SENDERS_LEFT, 1);
+	emit_event(LISM_EV_FALLBACK, LISM_R_SYNC_STUCK, me);
+	release_own(me, token);
+	st->token = 0;
+	/* its reader reads what its DMB holds, then TCP: it stays a member until it closes */
+	pe = dmb_by_token(ptoken);
+	if (pe && __sync_val_compare_and_swap(&pe->state, LISM_ST_CONFIRMED, LISM_ST_FALLBACK) ==
+			  LISM_ST_CONFIRMED) {
+		pe->reason = LISM_R_PEER_DECLINED;
+		pe->peer_reason = LISM_R_SYNC_STUCK;
+	}
+out:
+	bpf_sk_release(sk);
+}
+
+/* Joins and leaves run here one at a time: a leave's check of the peer cannot race its join. */
 static int sender_tick(void *map, __u32 *key, struct lism_sender_join *sj)
 {
+	int more = 0;
 	__u64 token;
 
 	(void)map;
 	(void)key;
 	for (int i = 0; i < LISM_SENDER_JOINS_PER_TICK; i++) {
 		if (bpf_map_pop_elem(&sender_queue, &token))
-			return 0;
+			break;
 		sender_join_one(token);
+		more = i == LISM_SENDER_JOINS_PER_TICK - 1;
 	}
-	bpf_timer_start(&sj->timer, 0, 0); /* more are waiting: go on at once, in a new run */
+	for (int i = 0; i < LISM_SENDER_LEAVES_PER_TICK; i++) {
+		if (bpf_map_pop_elem(&sender_leaves, &token))
+			break;
+		sender_leave_one(token);
+		more |= i == LISM_SENDER_LEAVES_PER_TICK - 1;
+	}
+	if (more)
+		bpf_timer_start(&sj->timer, 0, 0); /* more may wait: go on at once, in a new run */
 	return 0;
 }
 
@@ -129,8 +201,6 @@ static __always_inline int sender_enqueue(struct lism_sk *st)
 {
 	struct lism_dmb *me = dmb_by_token(st->token), *pe = dmb_by_token(st->peer_token);
 	__u64 token = st->token;
-	struct lism_sender_join *sj;
-	__u32 zero = 0;
 
 	if (!me || !pe || me->state == LISM_ST_FALLBACK || pe->state == LISM_ST_FALLBACK) {
 		st->sender = LISM_SND_TCP;
@@ -146,9 +216,7 @@ static __always_inline int sender_enqueue(struct lism_sk *st)
 		stat_add(LISM_S_SENDER_JOIN_FAILS, 1);
 		return 1;
 	}
-	sj = bpf_map_lookup_elem(&sender_join, &zero);
-	if (sj)
-		bpf_timer_start(&sj->timer, 0, 0); /* fails only before lism_sender_start ran: it starts it */
+	sender_timer_kick();
 	return 1;
 }
 

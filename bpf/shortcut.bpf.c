@@ -16,6 +16,7 @@
  * size plus one send (one sk_msg, at most MAX_MSG_FRAGS pages) stays unread.
  * A direction whose reader keeps falling behind a stream of small sends
  * also goes to TCP for a while, where such streams run faster (stream.h).
+ * A sender that sends less than half through the shortcut leaves (sender.h).
  */
 #include "lism.bpf.h"
 
@@ -88,6 +89,43 @@ static __always_inline void account(struct lism_dmb *pe, __u32 size, __u32 unrea
 	pe->cons = lism_cursor_at(produced - size - unread, pe->dmb_size);
 	pe->rx_bytes = produced;
 	pe->rx_msgs += 1;
+}
+
+/*
+ * Judge this sender's window (sender.h) once it is full: less than half
+ * through the shortcut, and its peer never redirects to it, asks the
+ * sender timer to take it out of both maps; its sends stay on TCP from
+ * now on.
+ */
+static __always_inline void judge_window(struct lism_sk *st, const struct tcp_sock *tp)
+{
+	struct lism_dmb *me;
+	__u64 token = st->token;
+
+	if (st->sender != LISM_SND_JOINED || !tp)
+		return;
+	switch (lism_sender_window(tp->write_seq - st->win_seq, st->win_sc, tp->write_seq - st->sc_seq)) {
+	case LISM_SENDER_WINDOW_OPEN:
+		return;
+	case LISM_SENDER_WINDOW_NEXT:
+		break;
+	case LISM_SENDER_WINDOW_LEAVE:
+		me = dmb_get(st->slot);
+		if (!me || me->token != token || (me->conn_flags & LISM_CONN_PEER_SENDS))
+			break;
+		/* before the push: the timer may pop it at once on another CPU */
+		st->sender = LISM_SND_LEAVING;
+		st->tx = LISM_TX_TCP;
+		if (!bpf_map_push_elem(&sender_leaves, &token, 0)) {
+			sender_timer_kick();
+			return;
+		}
+		st->sender = LISM_SND_JOINED; /* the queue is full: judge the next window */
+		st->tx = LISM_TX_SYNC;
+		break;
+	}
+	st->win_seq = tp->write_seq;
+	st->win_sc = 0;
 }
 
 SEC("sk_msg")
@@ -183,6 +221,10 @@ int lism_msg(struct sk_msg_md *msg)
 		goto tcp;
 	}
 	account(pe, size, unread);
+	st->win_sc += size;
+	if (tp)
+		st->sc_seq = tp->write_seq; /* redirects leave it alone */
+	judge_window(st, tp);
 	stat_add(LISM_S_SC_MSGS, 1);
 	stat_add(LISM_S_SC_BYTES, size);
 	bucket = lism_hist_bucket(size);
@@ -200,6 +242,7 @@ tcp:
 	 */
 	if (st->tx == LISM_TX_SHORTCUT)
 		st->tx = LISM_TX_SYNC;
+	judge_window(st, tp);
 	count_tcp_bytes(st, size);
 	stat_add(LISM_S_TCP_MSGS, 1);
 	return SK_PASS;

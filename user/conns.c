@@ -126,7 +126,7 @@ static const char *tx_name(const struct lism_sk *st)
 
 const char *lism_sender_name(__u8 sender)
 {
-	static const char *const names[] = { "none", "watch", "queued", "joined", "tcp" };
+	static const char *const names[] = { "none", "watch", "queued", "joined", "tcp", "leaving" };
 
 	return sender < sizeof(names) / sizeof(names[0]) ? names[sender] : "?";
 }

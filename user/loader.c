@@ -343,6 +343,7 @@ static int upgrade(const struct lism_opts *o)
 	bpf_map__set_max_entries(skel->maps.shortcut, d.capacity);
 	bpf_map__set_max_entries(skel->maps.senders, d.capacity);
 	bpf_map__set_max_entries(skel->maps.sender_queue, d.capacity);
+	bpf_map__set_max_entries(skel->maps.sender_leaves, d.capacity);
 	bpf_object__for_each_map(map, skel->obj) {
 		if (bpf_map__is_internal(map))
 			continue;
@@ -483,6 +484,7 @@ int lism_cmd_load(const struct lism_opts *o)
 	bpf_map__set_max_entries(skel->maps.shortcut, o->max_dmbs);
 	bpf_map__set_max_entries(skel->maps.senders, o->max_dmbs);
 	bpf_map__set_max_entries(skel->maps.sender_queue, o->max_dmbs);
+	bpf_map__set_max_entries(skel->maps.sender_leaves, o->max_dmbs);
 	bpf_object__for_each_map(map, skel->obj) {
 		if (bpf_map__is_internal(map))
 			continue; /* constants, not state */

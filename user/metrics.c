@@ -72,6 +72,10 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 	counter(f, "lism_sender_join_fails_total",
 		"Sender joins the kernel refused (socket no longer established) or that found the queue full.",
 		st[LISM_S_SENDER_JOIN_FAILS]);
+	counter(f, "lism_senders_left_total",
+		"Senders that went back to plain TCP: less than half of their last GiB went through "
+		"the shortcut (their reader kept TCP bytes unread; reason sync-stuck).",
+		st[LISM_S_SENDERS_LEFT]);
 	if (s->backstop_misses_known)
 		counter(f, "lism_backstop_recursion_misses_total",
 			"TCP socket destroys, host-wide, the tcp_destroy_sock backstop missed because it was "

@@ -67,7 +67,7 @@ int lism_pin_open(const char *dir, const char *name)
 static const char *const pin_names[] = {
 	"device", "usage", "dmbs", "dmb_owner", "dmb_free", "shortcut", "socks", "stats",
 	"reasons", "sizes", "scope", "ports", "churn", "events", "event_readers", "sweep",
-	"senders", "sender_queue", "sender_join",
+	"senders", "sender_queue", "sender_leaves", "sender_join",
 	LISM_PIN_PROG_SOCKOPS, LISM_PIN_PROG_MSG, LISM_PIN_PROG_ITER, LISM_PIN_PROG_DESTROY,
 	LISM_PIN_PROG_SENDER,
 	LISM_PIN_LINK_SOCKOPS, LISM_PIN_LINK_DESTROY,

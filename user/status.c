@@ -47,11 +47,12 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 			s->sender_sockets);
 	else
 		fprintf(f, "  senders: after %u data segments each way or bulk sends (timer %s), %u now; "
-			"%llu joined, %llu one-way on TCP, %llu refused\n", LISM_SENDER_MIN_SEGS,
+			"%llu joined, %llu one-way on TCP, %llu refused, %llu left\n", LISM_SENDER_MIN_SEGS,
 			s->usage.sender_timer ? "ready" : "NOT READY: sends stay on TCP",
 			s->sender_sockets, (unsigned long long)s->stats[LISM_S_SENDERS_JOINED],
 			(unsigned long long)s->stats[LISM_S_SENDERS_ONE_WAY],
-			(unsigned long long)s->stats[LISM_S_SENDER_JOIN_FAILS]);
+			(unsigned long long)s->stats[LISM_S_SENDER_JOIN_FAILS],
+			(unsigned long long)s->stats[LISM_S_SENDERS_LEFT]);
 	if (s->backstop && s->backstop_misses_known)
 		fprintf(f, "  backstop: tcp_destroy_sock, %llu destroys missed host-wide (recursion); ",
 			(unsigned long long)s->backstop_misses);
@@ -130,6 +131,7 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	add_u64(o, "senders_joined", s->stats[LISM_S_SENDERS_JOINED]);
 	add_u64(o, "senders_one_way", s->stats[LISM_S_SENDERS_ONE_WAY]);
 	add_u64(o, "sender_join_fails", s->stats[LISM_S_SENDER_JOIN_FAILS]);
+	add_u64(o, "senders_left", s->stats[LISM_S_SENDERS_LEFT]);
 	json_object_object_add(o, "backstop", json_object_new_boolean(s->backstop));
 	json_object_object_add(o, "backstop_recursion_misses",
 			       s->backstop_misses_known ? json_object_new_uint64(s->backstop_misses) : NULL);

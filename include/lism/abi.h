@@ -12,7 +12,7 @@
 #include "cursor.h"
 #include "stream.h"
 
-#define LISM_LAYOUT_VERSION 6
+#define LISM_LAYOUT_VERSION 7
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -138,6 +138,10 @@ struct lism_sk {
 	__u64 sizes_bytes;   /* bytes of its first sends as a member that were bulk (sender.h) */
 	__u32 sizes_seq;     /* write_seq after the last of them */
 	__u32 sizes_sends;   /* how many */
+	__u32 win_seq;       /* write_seq when its current window began (sender.h) */
+	__u32 win_sc;        /* bytes sent through the shortcut in that window */
+	__u32 sc_seq;        /* write_seq at its last send through the shortcut */
+	__u32 pad1;
 };
 
 /* lism_sk.flags */
@@ -159,6 +163,7 @@ enum lism_sender {
 	LISM_SND_QUEUED = 2, /* waits for the join timer (bpf/sender.bpf.h) */
 	LISM_SND_JOINED = 3, /* in the senders map */
 	LISM_SND_TCP = 4,    /* its sends stay plain TCP: one-way for long, or the join was refused */
+	LISM_SND_LEAVING = 5, /* its sends mostly went to TCP: waits for the timer to leave the maps */
 };
 
 /*
@@ -269,6 +274,7 @@ enum lism_stat {
 	LISM_S_SENDERS_ONE_WAY, /* members whose traffic stayed one-way for LISM_SENDER_WATCH_SEGS segments */
 	LISM_S_SENDER_JOIN_FAILS, /* joins the kernel refused (socket no longer established) or lost (queue full) */
 	LISM_S_SEND_SIZE_CALLS, /* per-sendmsg callbacks run (sender.h: at most LISM_SENDER_SIZE_SENDS per member) */
+	LISM_S_SENDERS_LEFT,    /* senders that left both maps: less than half of a window went through the shortcut */
 	LISM_S_MAX
 };
 

@@ -32,7 +32,11 @@
 	X(14, POLICY, "policy", "excluded by --exclude-port / --include-port")                    \
 	X(15, SHORT_LIVED, "short-lived",                                                         \
 	  "recent connections to this destination moved too little to pay for the shortcut "      \
-	  "(churn detection; every 64th still tries)")
+	  "(churn detection; every 64th still tries)")                                             \
+	X(16, SYNC_STUCK, "sync-stuck",                                                           \
+	  "less than half of the sender's last GiB went through the shortcut (its reader kept "   \
+	  "TCP bytes unread, e.g. on the writer's CPU after a DMB overflow): plain TCP is faster " \
+	  "than TCP through the data path")
 
 enum lism_reason {
 #define LISM_REASON_ENUM(code, sym, name, text) LISM_R_##sym = code,

@@ -46,6 +46,24 @@
  * like a stream: the watch costs one sockops callback per packet, which is
  * not paid forever.
  *
+ * A sender can also leave again.  After a DMB overflow its direction is in
+ * SYNC: sends go to TCP until the reader has read every TCP byte.  A
+ * writer on its reader's CPU is woken by the reader's window updates
+ * before the reader has drained TCP's queue, so it gets there only now and
+ * then, and TCP through the data path (each send copied into an sk_msg,
+ * then pushed page by page) is slower than plain TCP: msgrate -s 65536 on
+ * one CPU ran at 0.66-0.75 of TCP in 5 runs of 8 (docs/performance.md).
+ * So a sender that moved less than half of a window of
+ * LISM_SENDER_WINDOW_BYTES through the shortcut, while its last
+ * LISM_SENDER_TCP_RUN_BYTES all went to TCP, leaves both maps if nobody
+ * redirects to it (its peer is no sender: a one-way writer).  Its socket
+ * is plain TCP again, the pair falls back (sync-stuck), and its reader
+ * reads what its DMB still holds before the TCP bytes, as always.  A
+ * window and not a run of TCP sends: on one CPU the first SYNC after the
+ * join took 64 to 512 MiB to end, after which 128 KiB writers ran at
+ * 1.5-3.8x TCP.  A stalled reader does not get there: TCP's own buffer
+ * stops the writer.
+ *
  * sockops may update a sockmap only in the ESTABLISHED callbacks, so the
  * join itself is done by a BPF timer whose callback belongs to a tc program
  * (bpf/sender.bpf.h): tc programs may update sockmaps.
@@ -61,6 +79,9 @@
 #define LISM_SENDER_BULK_BYTES (32u << 10)
 #define LISM_SENDER_WATCH_SEGS 1024
 #define LISM_SENDER_JOINS_PER_TICK 128
+#define LISM_SENDER_LEAVES_PER_TICK 16
+#define LISM_SENDER_WINDOW_BYTES (1u << 30)
+#define LISM_SENDER_TCP_RUN_BYTES (64u << 20)
 
 enum lism_sender_verdict {
 	LISM_SENDER_WAIT = 0, /* keep watching */
@@ -103,6 +124,28 @@ static inline int lism_sender_sizes(__u32 sends, __u64 bulk)
 	if (sends < LISM_SENDER_SIZE_SENDS)
 		return LISM_SENDER_WAIT;
 	return bulk >= (__u64)sends * LISM_SENDER_BULK_BYTES ? LISM_SENDER_JOIN : LISM_SENDER_STOP;
+}
+
+enum lism_sender_window {
+	LISM_SENDER_WINDOW_OPEN = 0,  /* fewer than LISM_SENDER_WINDOW_BYTES sent since it began */
+	LISM_SENDER_WINDOW_NEXT = 1,  /* full, and the sender stays: begin the next */
+	LISM_SENDER_WINDOW_LEAVE = 2, /* full, mostly TCP, and TCP has it now: leave */
+};
+
+/*
+ * A sender's sends are judged by windows of LISM_SENDER_WINDOW_BYTES:
+ * @tcp_bytes went to TCP and @sc_bytes through the shortcut since the
+ * window began, and its last @tcp_run bytes all went to TCP.
+ */
+static inline int lism_sender_window(__u32 tcp_bytes, __u32 sc_bytes, __u32 tcp_run)
+{
+	__u64 total = (__u64)tcp_bytes + sc_bytes;
+
+	if (total < LISM_SENDER_WINDOW_BYTES)
+		return LISM_SENDER_WINDOW_OPEN;
+	if ((__u64)sc_bytes * 2 < total && tcp_run >= LISM_SENDER_TCP_RUN_BYTES)
+		return LISM_SENDER_WINDOW_LEAVE;
+	return LISM_SENDER_WINDOW_NEXT;
 }
 
 /*

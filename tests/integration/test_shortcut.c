@@ -307,6 +307,110 @@ Test(shortcut, one_way_bulk_sends_make_their_writer_a_sender)
 	assert_drained();
 }
 
+enum { LAG = 128 << 10 };
+
+/*
+ * Writer @c sends, reader @sv keeps its last LAG bytes unread at each of
+ * its sends (bytes [*off - LAG, *off) are unread on entry and on return):
+ * the peer never has read every TCP byte, so a direction in SYNC stays
+ * there and every send goes to TCP.  Checks every byte, in order.
+ */
+static void lagging_reader(int c, int sv, __u64 *off, __u64 n)
+{
+	for (__u64 end = *off + n; *off < end; *off += LAG) {
+		cr_assert_eq(send_all(c, 31, *off, LAG), 0);
+		cr_assert_eq(recv_check(sv, 31, *off - LAG, LAG, 5000), 0, "at %llu",
+			     (unsigned long long)*off);
+	}
+}
+
+static void wait_left(__u64 n, struct lism_snapshot *s)
+{
+	for (int i = 0; i < 300; i++) {
+		snap(&e, s);
+		if (s->stats[LISM_S_SENDERS_LEFT] >= n)
+			return;
+		usleep(10000);
+	}
+	cr_assert_fail("%llu senders left, want %llu", (unsigned long long)s->stats[LISM_S_SENDERS_LEFT],
+		       (unsigned long long)n);
+}
+
+/*
+ * A one-way sender whose sends all went to TCP for a window (its reader
+ * never caught up, as on one CPU after a DMB overflow) leaves both maps
+ * (include/lism/sender.h): its later sends are plain TCP, unseen by the
+ * data path, the pair falls back as sync-stuck, and no byte is lost or
+ * reordered across the change.
+ */
+Test(shortcut, a_one_way_sender_stuck_on_tcp_leaves_the_maps)
+{
+	struct lism_snapshot s, after;
+	__u64 off = LAG;
+	int c, sv;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	cr_assert_eq(send_all(c, 31, 0, LAG), 0);
+	lagging_reader(c, sv, &off, (__u64)LISM_SENDER_SIZE_SENDS * LAG); /* bulk sends: it joins */
+	cr_assert_eq(wait_senders(&e, 1, 3000), 0, "bulk sends did not make a sender");
+	lagging_reader(c, sv, &off, LISM_SENDER_WINDOW_BYTES + (8u << 20));
+	wait_left(1, &s);
+	cr_assert_eq(s.reasons[LISM_R_SYNC_STUCK], 1);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0, "the reader never caught up: nothing could take the shortcut");
+	cr_assert_eq(s.sender_sockets, 0, "it left the senders map");
+	cr_assert_eq(s.confirmed, 0, "the pair fell back");
+	cr_assert_eq(s.shortcut_sockets, 0, "its reader (still a member until it closes) counts as fallen back");
+	cr_assert_geq(s.stats[LISM_S_TCP_BYTES], LISM_SENDER_WINDOW_BYTES);
+	lagging_reader(c, sv, &off, 16u << 20);
+	cr_assert_eq(recv_check(sv, 31, off - LAG, LAG, 5000), 0);
+	snap(&e, &after);
+	cr_assert_eq(after.stats[LISM_S_TCP_MSGS], s.stats[LISM_S_TCP_MSGS],
+		     "%llu sends ran the data path after it left",
+		     (unsigned long long)(after.stats[LISM_S_TCP_MSGS] - s.stats[LISM_S_TCP_MSGS]));
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/*
+ * The same, but its peer is a sender too: a leave would drop the redirects
+ * the peer may have in flight to it, so it stays (sender.h), and the
+ * direction still gets the shortcut back once the reader catches up.
+ */
+Test(shortcut, a_sender_whose_peer_sends_never_leaves)
+{
+	struct lism_snapshot s;
+	__u64 off = LAG, sc;
+	int c, sv;
+
+	up("--dmb-size 64K");
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	make_senders(&e, c, sv);
+	/* more than the DMB takes while nobody reads: the direction goes to TCP, in SYNC */
+	cr_assert_eq(send_all(c, 31, 0, LAG / 2), 0);
+	cr_assert_eq(send_all(c, 31, LAG / 2, LAG / 2), 0);
+	snap(&e, &s);
+	cr_assert_gt(s.stats[LISM_S_DMB_FULL], 0, "the DMB never overflowed");
+	lagging_reader(c, sv, &off, LISM_SENDER_WINDOW_BYTES + (8u << 20));
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_LEFT], 0);
+	cr_assert_eq(s.reasons[LISM_R_SYNC_STUCK], 0);
+	cr_assert_eq(s.sender_sockets, 2);
+	assert_confirmed(1);
+	sc = s.stats[LISM_S_SC_BYTES];
+	cr_assert_eq(recv_check(sv, 31, off - LAG, LAG, 5000), 0); /* caught up */
+	cr_assert_eq(send_all(c, 31, off, 1000), 0);
+	cr_assert_eq(recv_check(sv, 31, off, 1000, 5000), 0);
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], sc + 1000, "the direction did not get the shortcut back");
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
 /*
  * Under the default policy both directions at once from the first byte:
  * the ends become senders mid-transfer, while their earlier bytes are still
