@@ -96,9 +96,10 @@ out:
 /*
  * A sender whose last sends all went to TCP (sender.h) leaves both maps:
  * its socket is plain TCP again and the pair falls back (sync-stuck).
- * Only while nobody redirects to it: its peer is no sender (a join would
- * have to run in this timer, one at a time, to make it one) and its own
- * shortcut queue is empty (leaving would drop what is unread).  Else it
+ * Only while nobody redirects to it: its peer is no sender (a late join
+ * of the peer runs in this callback too, which never runs twice at once;
+ * an eager one happened at the handshake) and its own shortcut queue is
+ * empty (leaving would drop what is unread).  Else it
  * is a sender again and may come back to the shortcut.
  */
 static __always_inline void sender_leave_one(__u64 token)
