@@ -94,13 +94,14 @@ out:
 }
 
 /*
- * A sender whose last sends all went to TCP (sender.h) leaves both maps:
- * its socket is plain TCP again and the pair falls back (sync-stuck).
- * Only while nobody redirects to it: its peer is no sender (a late join
- * of the peer runs in this callback too, which never runs twice at once;
- * an eager one happened at the handshake) and its own shortcut queue is
- * empty (leaving would drop what is unread).  Else it
- * is a sender again and may come back to the shortcut.
+ * A sender leaves both maps (sender.h): its window went mostly to TCP, or
+ * its peer is gone.  Its socket is plain TCP again (a psock keeps its sk_msg
+ * program while any map holds it).  Only while nothing can be redirected
+ * to it: its peer is no sender (a late join of the peer runs in this
+ * callback too, which never runs twice at once; an eager one happened at
+ * the handshake), or the pair is over (either entry released: the peer's
+ * program then sends over TCP), and its own shortcut queue is empty
+ * (leaving would drop what is unread).  Else it is a sender again.
  */
 static __always_inline void sender_leave_one(__u64 token)
 {
@@ -115,11 +116,18 @@ static __always_inline void sender_leave_one(__u64 token)
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	if (!st || st->token != token || st->sender != LISM_SND_LEAVING)
 		goto out;
+	ptoken = st->peer_token;
 	me = dmb_by_token(token);
+	pe = dmb_by_token(ptoken);
 	tp = bpf_skc_to_tcp_sock(sk);
 	ud = tp ? (__u64)tp->inet_conn.icsk_inet.sk.sk_user_data & ~SK_USER_DATA_FLAGS : 0;
-	if (!me || !tp || (me->conn_flags & LISM_CONN_PEER_SENDS) ||
+	if (!tp || (me && pe && (me->conn_flags & LISM_CONN_PEER_SENDS)) ||
 	    (ud && BPF_CORE_READ((struct sk_psock *)ud, msg_tot_len))) {
+		stat_add(LISM_S_SENDER_LEAVES_REFUSED, 1);
+		if (!me || !pe) {
+			st->sender = LISM_SND_TCP; /* the pair is over: its sends stay on TCP */
+			goto out;
+		}
 		/* its sends run the data path again, from SYNC (its program leaves tx alone meanwhile) */
 		st->win_seq = tp ? tp->write_seq : 0;
 		st->sc_seq = st->win_seq;
@@ -128,6 +136,16 @@ static __always_inline void sender_leave_one(__u64 token)
 		st->tx = LISM_TX_SYNC;
 		goto out;
 	}
+	account_unseen(st, tp);
+	if (st->stream.passing) /* its sends no longer run the sk_msg program */
+		account_passed(st, tp);
+	bpf_map_delete_elem(&senders, &token);
+	bpf_map_delete_elem(&shortcut, &token);
+	st->tx = LISM_TX_TCP;
+	st->sender = LISM_SND_TCP;
+	stat_add(LISM_S_SENDERS_LEFT, 1);
+	if (!me || !pe)
+		goto out; /* the pair was over already: its close releases what is left */
 	/*
 	 * Its close() may run meanwhile (the timer does not hold the socket
 	 * lock): only a confirmed entry that is still its own falls back, and
@@ -135,32 +153,24 @@ static __always_inline void sender_leave_one(__u64 token)
 	 */
 	if (__sync_val_compare_and_swap(&me->state, LISM_ST_CONFIRMED, LISM_ST_FALLBACK) !=
 	    LISM_ST_CONFIRMED)
-		goto out;
+		goto out; /* it fell back already, for its own reason */
 	if (__sync_fetch_and_add(&me->token, 0) != token) {
 		__sync_val_compare_and_swap(&me->state, LISM_ST_FALLBACK, LISM_ST_CONFIRMED);
 		goto out;
 	}
 	me->reason = LISM_R_SYNC_STUCK;
-	ptoken = st->peer_token;
-	account_unseen(st, tp);
-	if (st->stream.passing) /* its sends no longer run the sk_msg program */
-		account_passed(st, tp);
-	bpf_map_delete_elem(&senders, &token);
-	bpf_map_delete_elem(&shortcut, &token);
 	st->state = LISM_ST_FALLBACK;
 	st->reason = LISM_R_SYNC_STUCK;
-	st->tx = LISM_TX_TCP;
 	st->sender = LISM_SND_NONE;
 	reason_count(LISM_R_SYNC_STUCK);
 	stat_add(LISM_S_FALLBACKS, 1);
-	stat_add(LISM_S_SENDERS_LEFT, 1);
 	emit_event(LISM_EV_FALLBACK, LISM_R_SYNC_STUCK, me);
 	release_own(me, token);
 	st->token = 0;
 	/* its reader reads what its DMB holds, then TCP: it stays a member until it closes */
-	pe = dmb_by_token(ptoken);
-	if (pe && __sync_val_compare_and_swap(&pe->state, LISM_ST_CONFIRMED, LISM_ST_FALLBACK) ==
-			  LISM_ST_CONFIRMED) {
+	if (pe->token == ptoken &&
+	    __sync_val_compare_and_swap(&pe->state, LISM_ST_CONFIRMED, LISM_ST_FALLBACK) ==
+		    LISM_ST_CONFIRMED) {
 		pe->reason = LISM_R_PEER_DECLINED;
 		pe->peer_reason = LISM_R_SYNC_STUCK;
 	}

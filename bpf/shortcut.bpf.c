@@ -92,15 +92,32 @@ static __always_inline void account(struct lism_dmb *pe, __u32 size, __u32 unrea
 }
 
 /*
+ * Ask the sender timer to take this sender out of both maps (sender.h);
+ * its sends go to TCP from now on.  It queues once.
+ */
+static __always_inline void queue_leave(struct lism_sk *st)
+{
+	__u64 token = st->token;
+
+	/* before the push: the timer may pop it at once on another CPU */
+	st->sender = LISM_SND_LEAVING;
+	st->tx = LISM_TX_TCP;
+	if (!bpf_map_push_elem(&sender_leaves, &token, 0)) {
+		sender_timer_kick();
+		return;
+	}
+	st->sender = LISM_SND_JOINED; /* the queue is full: its caller decides what tx becomes */
+	st->tx = LISM_TX_SYNC;
+}
+
+/*
  * Judge this sender's window (sender.h) once it is full: less than half
- * through the shortcut, and its peer never redirects to it, asks the
- * sender timer to take it out of both maps; its sends stay on TCP from
- * now on.
+ * through the shortcut, its last 64 MiB on TCP, and its peer never
+ * redirects to it: it leaves.  Then a new window begins.
  */
 static __always_inline void judge_window(struct lism_sk *st, const struct tcp_sock *tp)
 {
 	struct lism_dmb *me;
-	__u64 token = st->token;
 
 	if (st->sender != LISM_SND_JOINED || !tp)
 		return;
@@ -111,17 +128,15 @@ static __always_inline void judge_window(struct lism_sk *st, const struct tcp_so
 		break;
 	case LISM_SENDER_WINDOW_LEAVE:
 		me = dmb_get(st->slot);
-		if (!me || me->token != token || (me->conn_flags & LISM_CONN_PEER_SENDS))
+		if (!me || me->token != st->token)
 			break;
-		/* before the push: the timer may pop it at once on another CPU */
-		st->sender = LISM_SND_LEAVING;
-		st->tx = LISM_TX_TCP;
-		if (!bpf_map_push_elem(&sender_leaves, &token, 0)) {
-			sender_timer_kick();
-			return;
+		if (me->conn_flags & LISM_CONN_PEER_SENDS) {
+			stat_add(LISM_S_SENDER_LEAVES_REFUSED, 1); /* a leave would drop its redirects */
+			break;
 		}
-		st->sender = LISM_SND_JOINED; /* the queue is full: judge the next window */
-		st->tx = LISM_TX_SYNC;
+		queue_leave(st);
+		if (st->sender == LISM_SND_LEAVING)
+			return;
 		break;
 	}
 	st->win_seq = tp->write_seq;
@@ -162,7 +177,10 @@ int lism_msg(struct sk_msg_md *msg)
 	if (!pe || !owner)
 		goto tcp;
 	if (pe->token != st->peer_token) {
-		st->tx = LISM_TX_TCP; /* the peer is gone: this pairing is over */
+		/* the peer is gone: this pairing is over, and a sender need not pay the data path */
+		if (st->sender == LISM_SND_JOINED)
+			queue_leave(st);
+		st->tx = LISM_TX_TCP;
 		goto tcp;
 	}
 	if (pe->state != LISM_ST_CONFIRMED)

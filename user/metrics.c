@@ -74,8 +74,12 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		st[LISM_S_SENDER_JOIN_FAILS]);
 	counter(f, "lism_senders_left_total",
 		"Senders that went back to plain TCP: less than half of their last GiB went through "
-		"the shortcut (their reader kept TCP bytes unread; reason sync-stuck).",
+		"the shortcut (their reader kept TCP bytes unread; reason sync-stuck), or their peer was gone.",
 		st[LISM_S_SENDERS_LEFT]);
+	counter(f, "lism_sender_leaves_refused_total",
+		"Leaves refused: the sender's peer may redirect to it (it is a sender too), or its shortcut "
+		"queue held bytes.",
+		st[LISM_S_SENDER_LEAVES_REFUSED]);
 	if (s->backstop_misses_known)
 		counter(f, "lism_backstop_recursion_misses_total",
 			"TCP socket destroys, host-wide, the tcp_destroy_sock backstop missed because it was "

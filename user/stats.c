@@ -89,7 +89,8 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "joined (both ways, or bulk)", (unsigned long long)st[LISM_S_SENDERS_JOINED]);
 	fprintf(f, ROW, "one-way, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_ONE_WAY]);
 	fprintf(f, ROW, "joins refused or lost", (unsigned long long)st[LISM_S_SENDER_JOIN_FAILS]);
-	fprintf(f, ROW, "left: mostly TCP (sync-stuck)", (unsigned long long)st[LISM_S_SENDERS_LEFT]);
+	fprintf(f, ROW, "left (mostly TCP, or peer gone)", (unsigned long long)st[LISM_S_SENDERS_LEFT]);
+	fprintf(f, ROW, "  leaves refused (peer sends)", (unsigned long long)st[LISM_S_SENDER_LEAVES_REFUSED]);
 	fprintf(f, ROW, "sends measured (bulk or not)", (unsigned long long)st[LISM_S_SEND_SIZE_CALLS]);
 	fprintf(f, "Shortcut send sizes\n");
 	for (unsigned int b = 0; b < LISM_HIST_BUCKETS; b++) {
@@ -124,6 +125,7 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	add_u64(o, "senders_one_way", st[LISM_S_SENDERS_ONE_WAY]);
 	add_u64(o, "sender_join_fails", st[LISM_S_SENDER_JOIN_FAILS]);
 	add_u64(o, "senders_left", st[LISM_S_SENDERS_LEFT]);
+	add_u64(o, "sender_leaves_refused", st[LISM_S_SENDER_LEAVES_REFUSED]);
 	add_u64(o, "send_size_calls", st[LISM_S_SEND_SIZE_CALLS]);
 	add_u64(o, "token_lost", st[LISM_S_TOKEN_LOST]);
 	add_u64(o, "short_conns", st[LISM_S_SHORT_CONNS]);

@@ -132,6 +132,7 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	add_u64(o, "senders_one_way", s->stats[LISM_S_SENDERS_ONE_WAY]);
 	add_u64(o, "sender_join_fails", s->stats[LISM_S_SENDER_JOIN_FAILS]);
 	add_u64(o, "senders_left", s->stats[LISM_S_SENDERS_LEFT]);
+	add_u64(o, "sender_leaves_refused", s->stats[LISM_S_SENDER_LEAVES_REFUSED]);
 	json_object_object_add(o, "backstop", json_object_new_boolean(s->backstop));
 	json_object_object_add(o, "backstop_recursion_misses",
 			       s->backstop_misses_known ? json_object_new_uint64(s->backstop_misses) : NULL);

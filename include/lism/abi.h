@@ -12,7 +12,7 @@
 #include "cursor.h"
 #include "stream.h"
 
-#define LISM_LAYOUT_VERSION 7
+#define LISM_LAYOUT_VERSION 8
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -274,7 +274,8 @@ enum lism_stat {
 	LISM_S_SENDERS_ONE_WAY, /* members whose traffic stayed one-way for LISM_SENDER_WATCH_SEGS segments */
 	LISM_S_SENDER_JOIN_FAILS, /* joins the kernel refused (socket no longer established) or lost (queue full) */
 	LISM_S_SEND_SIZE_CALLS, /* per-sendmsg callbacks run (sender.h: at most LISM_SENDER_SIZE_SENDS per member) */
-	LISM_S_SENDERS_LEFT,    /* senders that left both maps: less than half of a window went through the shortcut */
+	LISM_S_SENDERS_LEFT,    /* senders that left both maps: a window mostly on TCP (sync-stuck), or their peer gone */
+	LISM_S_SENDER_LEAVES_REFUSED, /* leaves refused: its peer may redirect to it, or its shortcut queue held bytes */
 	LISM_S_MAX
 };
 

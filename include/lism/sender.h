@@ -62,7 +62,9 @@
  * window and not a run of TCP sends: on one CPU the first SYNC after the
  * join took 64 to 512 MiB to end, after which 128 KiB writers ran at
  * 1.5-3.8x TCP.  A stalled reader does not get there: TCP's own buffer
- * stops the writer.
+ * stops the writer.  A sender whose peer is gone (its entry released: the
+ * peer closed, or left the maps as a blocking reader) leaves the same way
+ * at its next send, without a new fallback.
  *
  * sockops may update a sockmap only in the ESTABLISHED callbacks, so the
  * join itself is done by a BPF timer whose callback belongs to a tc program

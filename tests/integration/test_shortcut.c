@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "conns.h"
+#include "pins.h"
 #include "lism/sender.h"
 #include "lism/stream.h"
 #include "harness.h"
@@ -324,6 +325,23 @@ static void lagging_reader(int c, int sv, __u64 *off, __u64 n)
 	}
 }
 
+/* Sockets in the pinned shortcut map right now (the DMB table's view counts entries instead). */
+static __u32 shortcut_map_members(void)
+{
+	int fd = lism_pin_open(e.pin, "shortcut");
+	__u64 key, next;
+	__u32 n = 0;
+
+	cr_assert_geq(fd, 0, "open the shortcut map under %s", e.pin);
+	for (int err = bpf_map_get_next_key(fd, NULL, &next); !err;
+	     err = bpf_map_get_next_key(fd, &key, &next)) {
+		key = next;
+		n++;
+	}
+	close(fd);
+	return n;
+}
+
 static void wait_left(__u64 n, struct lism_snapshot *s)
 {
 	for (int i = 0; i < 300; i++) {
@@ -362,6 +380,7 @@ Test(shortcut, a_one_way_sender_stuck_on_tcp_leaves_the_maps)
 	cr_assert_eq(s.sender_sockets, 0, "it left the senders map");
 	cr_assert_eq(s.confirmed, 0, "the pair fell back");
 	cr_assert_eq(s.shortcut_sockets, 0, "its reader (still a member until it closes) counts as fallen back");
+	cr_assert_eq(shortcut_map_members(), 1, "the writer is still in the shortcut map: its psock stays");
 	cr_assert_geq(s.stats[LISM_S_TCP_BYTES], LISM_SENDER_WINDOW_BYTES);
 	lagging_reader(c, sv, &off, 16u << 20);
 	cr_assert_eq(recv_check(sv, 31, off - LAG, LAG, 5000), 0);
@@ -396,6 +415,7 @@ Test(shortcut, a_sender_whose_peer_sends_never_leaves)
 	cr_assert_gt(s.stats[LISM_S_DMB_FULL], 0, "the DMB never overflowed");
 	lagging_reader(c, sv, &off, LISM_SENDER_WINDOW_BYTES + (8u << 20));
 	snap(&e, &s);
+	cr_assert_geq(s.stats[LISM_S_SENDER_LEAVES_REFUSED], 1, "no window called for a leave");
 	cr_assert_eq(s.stats[LISM_S_SENDERS_LEFT], 0);
 	cr_assert_eq(s.reasons[LISM_R_SYNC_STUCK], 0);
 	cr_assert_eq(s.sender_sockets, 2);
@@ -406,6 +426,43 @@ Test(shortcut, a_sender_whose_peer_sends_never_leaves)
 	cr_assert_eq(recv_check(sv, 31, off, 1000, 5000), 0);
 	snap(&e, &s);
 	cr_assert_eq(s.stats[LISM_S_SC_BYTES], sc + 1000, "the direction did not get the shortcut back");
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/*
+ * A sender whose peer left (here: an eager pair whose accepted end turned
+ * out blocking, so it fell back once the sender had seen it blocking)
+ * leaves both maps at its next send: nothing can be redirected to it any
+ * more, and its sends would otherwise go to TCP through the data path for
+ * the socket's life.  No new fallback: the pair was over already.
+ */
+Test(shortcut, a_sender_whose_peer_left_leaves_the_maps)
+{
+	struct lism_snapshot s;
+	__u64 off = 0;
+	int c, sv;
+
+	up("--eager-senders");
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	set_nonblock(sv, 0); /* before its first packet: its mode check finds it blocking */
+	assert_confirmed(1);
+	for (int i = 0; i < 50; i++, off += 1000) {
+		cr_assert_eq(send_all(c, 26, off, 1000), 0);
+		cr_assert_eq(recv_check(sv, 26, off, 1000, 5000), 0, "send %d", i);
+		snap(&e, &s);
+		if (s.stats[LISM_S_SENDERS_LEFT])
+			break;
+	}
+	wait_left(1, &s);
+	cr_assert_eq(s.reasons[LISM_R_BLOCKING], 1, "the blocking end fell back");
+	cr_assert_eq(s.reasons[LISM_R_SYNC_STUCK], 0, "no new fallback: the pair was over");
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0, "nothing was redirected to a blocking reader");
+	cr_assert_eq(s.sender_sockets, 0, "the sender left the senders map");
+	cr_assert_eq(shortcut_map_members(), 0, "both ends left the shortcut map");
+	cr_assert_eq(send_all(c, 26, off, 100000), 0);
+	cr_assert_eq(recv_check(sv, 26, off, 100000, 5000), 0);
 	close(c);
 	close(sv);
 	assert_drained();
