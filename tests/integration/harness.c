@@ -148,6 +148,41 @@ void env_leave(struct env *e)
 	e->entered = 0;
 }
 
+/*
+ * Processes a failed test left in its cgroup (children it forked, waited
+ * for only on success) would keep the directory, and their sockets, alive:
+ * kill them (cgroup.kill, Linux 5.14) and wait until the cgroup is empty.
+ */
+static void kill_stragglers(const char *cgroup)
+{
+	char path[PATH_MAX + 32], ev[256];
+
+	snprintf(path, sizeof(path), "%s/cgroup.kill", cgroup);
+	int fd = open(path, O_WRONLY);
+
+	if (fd < 0)
+		return;
+	if (write(fd, "1", 1) < 0)
+		perror("killing what the test left in its cgroup");
+	close(fd);
+	snprintf(path, sizeof(path), "%s/cgroup.events", cgroup);
+	for (int i = 0; i < 200; i++) {
+		ssize_t n = -1;
+
+		fd = open(path, O_RDONLY);
+		if (fd >= 0) {
+			n = read(fd, ev, sizeof(ev) - 1);
+			close(fd);
+		}
+		if (n <= 0)
+			return;
+		ev[n] = '\0';
+		if (strstr(ev, "populated 0"))
+			return;
+		usleep(10000);
+	}
+}
+
 void env_down(struct env *e)
 {
 	char path[PATH_MAX + 32];
@@ -166,6 +201,7 @@ void env_down(struct env *e)
 		}
 		e->entered = 0;
 	}
+	kill_stragglers(e->cgroup);
 	for (int i = 0; i < e->n_netns; i++)
 		sh("ip netns del %s 2>/dev/null", e->netns[i]);
 	if (e->loaded)
