@@ -126,4 +126,41 @@ static __always_inline int release_own(struct lism_dmb *e, __u64 token)
 	return 1;
 }
 
+/*
+ * A fallback, recorded on a socket's storage and on its own entry (if it
+ * has one), which is freed.  What it sent over TCP unseen is counted first.
+ */
+static __always_inline void fallback_own(struct lism_sk *st, const struct tcp_sock *tp,
+					 struct lism_dmb *e, __u8 reason)
+{
+	account_unseen(st, tp); /* sent before it was a sender */
+	if (st->stream.passing) /* its sends no longer run the sk_msg program */
+		account_passed(st, tp);
+	st->state = LISM_ST_FALLBACK;
+	st->reason = reason;
+	st->tx = LISM_TX_TCP;
+	st->sender = LISM_SND_NONE; /* no longer a member (a queued join then finds no token) */
+	reason_count(reason);
+	stat_add(LISM_S_FALLBACKS, 1);
+	if (e) {
+		e->reason = reason;
+		e->state = LISM_ST_FALLBACK;
+		emit_event(LISM_EV_FALLBACK, reason, e);
+		release_own(e, st->token);
+	}
+	st->token = 0;
+}
+
+/* The peer's entry, if still confirmed under @ptoken, falls back because this end did (@why). */
+static __always_inline void decline_peer_entry(__u64 ptoken, __u8 why)
+{
+	struct lism_dmb *pe = dmb_by_token(ptoken);
+
+	if (pe && __sync_val_compare_and_swap(&pe->state, LISM_ST_CONFIRMED, LISM_ST_FALLBACK) ==
+			  LISM_ST_CONFIRMED) {
+		pe->reason = LISM_R_PEER_DECLINED;
+		pe->peer_reason = why;
+	}
+}
+
 #endif

@@ -167,24 +167,9 @@ static __always_inline void sk_fallback(struct bpf_sock_ops *s, struct lism_sk *
 {
 	struct bpf_sock *sk = s->sk;
 
-	account_unseen(st, sk ? bpf_skc_to_tcp_sock(sk) : NULL); /* sent before it was a sender */
-	if (st->stream.passing) /* its sends no longer run the sk_msg program */
-		account_passed(st, sk ? bpf_skc_to_tcp_sock(sk) : NULL);
-	st->state = LISM_ST_FALLBACK;
-	st->reason = reason;
-	st->tx = LISM_TX_TCP;
-	st->sender = LISM_SND_NONE; /* no longer a member (a queued join then finds no token) */
-	reason_count(reason);
-	stat_add(LISM_S_FALLBACKS, 1);
-	if (e) {
-		e->reason = reason;
-		e->state = LISM_ST_FALLBACK;
-		emit_event(LISM_EV_FALLBACK, reason, e);
-		release_own(e, st->token);
-	} else {
+	if (!e)
 		emit_sock_event(s, LISM_EV_FALLBACK, reason, st->role);
-	}
-	st->token = 0;
+	fallback_own(st, sk ? bpf_skc_to_tcp_sock(sk) : NULL, e, reason);
 }
 
 static __always_inline void cb_flags(struct bpf_sock_ops *s, __u32 set, __u32 clear)
@@ -481,7 +466,7 @@ static __always_inline void leave(__u64 token)
 static __always_inline void check_member_mode(struct bpf_sock_ops *s, struct lism_sk *st)
 {
 	struct bpf_sock *sk = s->sk;
-	struct lism_dmb *e, *pe;
+	struct lism_dmb *e;
 	const struct sock *ksk;
 	struct file *f;
 	unsigned int fl;
@@ -517,12 +502,7 @@ static __always_inline void check_member_mode(struct bpf_sock_ops *s, struct lis
 	leave(st->token);
 	sk_fallback(s, st, e, LISM_R_BLOCKING);
 	st->flags |= LISM_SKF_MODE_KNOWN;
-	pe = dmb_by_token(ptoken);
-	if (pe && __sync_val_compare_and_swap(&pe->state, LISM_ST_CONFIRMED, LISM_ST_FALLBACK) ==
-			  LISM_ST_CONFIRMED) {
-		pe->reason = LISM_R_PEER_DECLINED;
-		pe->peer_reason = LISM_R_BLOCKING;
-	}
+	decline_peer_entry(ptoken, LISM_R_BLOCKING);
 }
 
 /*
@@ -666,9 +646,7 @@ static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device
 			bpf_map_delete_elem(&shortcut, &key);
 			return -1;
 		}
-		st->win_seq = tp ? tp->write_seq : 0;
-		st->sc_seq = st->win_seq;
-		st->win_sc = 0;
+		sender_window_begin(st, tp);
 		st->sender = LISM_SND_JOINED;
 	} else {
 		struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);

@@ -245,11 +245,6 @@ static __always_inline __u64 gid_tag(const struct lism_device *d)
 	return lism_be64_load(d->gid);
 }
 
-/*
- * Account the bytes that a verdict passed ahead (lism/stream.h) sent to TCP
- * without the sk_msg program seeing them: at its next run, or when the
- * socket stops sending (state change).
- */
 /* @n bytes of a paired socket went over TCP: its entry's count and the total. */
 static __always_inline void count_tcp_bytes(const struct lism_sk *st, __u64 n)
 {
@@ -260,6 +255,11 @@ static __always_inline void count_tcp_bytes(const struct lism_sk *st, __u64 n)
 	stat_add(LISM_S_TCP_BYTES, n);
 }
 
+/*
+ * Account the bytes that a verdict passed ahead (lism/stream.h) sent to TCP
+ * without the sk_msg program seeing them: at its next run, or when the
+ * socket stops sending (state change).
+ */
 static __always_inline void account_passed(struct lism_sk *st, const struct tcp_sock *tp)
 {
 	__u32 passed = tp ? lism_stream_passed(&st->stream, tp->write_seq) : 0;
@@ -298,6 +298,14 @@ static __always_inline struct lism_dmb *mark_peer_receives(const struct lism_sk 
 	if (pe->token != st->peer_token && !(old & LISM_CONN_PEER_SENDS))
 		__sync_fetch_and_and(&pe->conn_flags, ~LISM_CONN_PEER_SENDS);
 	return pe;
+}
+
+/* A sender's first window of sends (sender.h) begins: at its join, or when a leave was refused. */
+static __always_inline void sender_window_begin(struct lism_sk *st, const struct tcp_sock *tp)
+{
+	st->win_seq = tp ? tp->write_seq : 0;
+	st->sc_seq = st->win_seq;
+	st->win_sc = 0;
 }
 
 /* From now on its sends go to TCP unseen until it joins the senders (sender.h). */

@@ -42,7 +42,6 @@ static __always_inline void sender_join_one(__u64 token)
 {
 	struct bpf_sock *sk = bpf_map_lookup_elem(&shortcut, &token), *again;
 	struct lism_dmb *me, *pe;
-	struct tcp_sock *tp;
 	struct lism_sk *st;
 
 	if (!sk)
@@ -59,10 +58,7 @@ static __always_inline void sender_join_one(__u64 token)
 	}
 	/* before its first send can redirect: a blocking peer must not leave after it */
 	pe = mark_peer_receives(st);
-	tp = bpf_skc_to_tcp_sock(sk);
-	st->win_seq = tp ? tp->write_seq : 0; /* its first window (sender.h) */
-	st->sc_seq = st->win_seq;
-	st->win_sc = 0;
+	sender_window_begin(st, bpf_skc_to_tcp_sock(sk));
 	if (bpf_map_update_elem(&senders, &token, sk, BPF_NOEXIST)) {
 		/* the kernel takes only established sockets: a half-closed one stays on TCP */
 		st->sender = LISM_SND_TCP;
@@ -129,9 +125,7 @@ static __always_inline void sender_leave_one(__u64 token)
 			goto out;
 		}
 		/* its sends run the data path again, from SYNC (its program leaves tx alone meanwhile) */
-		st->win_seq = tp ? tp->write_seq : 0;
-		st->sc_seq = st->win_seq;
-		st->win_sc = 0;
+		sender_window_begin(st, tp);
 		st->sender = LISM_SND_JOINED;
 		st->tx = LISM_TX_SYNC;
 		goto out;
@@ -158,22 +152,9 @@ static __always_inline void sender_leave_one(__u64 token)
 		__sync_val_compare_and_swap(&me->state, LISM_ST_FALLBACK, LISM_ST_CONFIRMED);
 		goto out;
 	}
-	me->reason = LISM_R_SYNC_STUCK;
-	st->state = LISM_ST_FALLBACK;
-	st->reason = LISM_R_SYNC_STUCK;
-	st->sender = LISM_SND_NONE;
-	reason_count(LISM_R_SYNC_STUCK);
-	stat_add(LISM_S_FALLBACKS, 1);
-	emit_event(LISM_EV_FALLBACK, LISM_R_SYNC_STUCK, me);
-	release_own(me, token);
-	st->token = 0;
+	fallback_own(st, tp, me, LISM_R_SYNC_STUCK);
 	/* its reader reads what its DMB holds, then TCP: it stays a member until it closes */
-	if (pe->token == ptoken &&
-	    __sync_val_compare_and_swap(&pe->state, LISM_ST_CONFIRMED, LISM_ST_FALLBACK) ==
-		    LISM_ST_CONFIRMED) {
-		pe->reason = LISM_R_PEER_DECLINED;
-		pe->peer_reason = LISM_R_SYNC_STUCK;
-	}
+	decline_peer_entry(ptoken, LISM_R_SYNC_STUCK);
 out:
 	bpf_sk_release(sk);
 }

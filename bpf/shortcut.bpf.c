@@ -93,9 +93,9 @@ static __always_inline void account(struct lism_dmb *pe, __u32 size, __u32 unrea
 
 /*
  * Ask the sender timer to take this sender out of both maps (sender.h);
- * its sends go to TCP from now on.  It queues once.
+ * its sends go to TCP from now on.  It queues once.  0 if the queue is full.
  */
-static __always_inline void queue_leave(struct lism_sk *st)
+static __always_inline int queue_leave(struct lism_sk *st)
 {
 	__u64 token = st->token;
 
@@ -104,10 +104,11 @@ static __always_inline void queue_leave(struct lism_sk *st)
 	st->tx = LISM_TX_TCP;
 	if (!bpf_map_push_elem(&sender_leaves, &token, 0)) {
 		sender_timer_kick();
-		return;
+		return 1;
 	}
-	st->sender = LISM_SND_JOINED; /* the queue is full: its caller decides what tx becomes */
+	st->sender = LISM_SND_JOINED; /* its caller decides what tx becomes */
 	st->tx = LISM_TX_SYNC;
+	return 0;
 }
 
 /*
@@ -134,8 +135,7 @@ static __always_inline void judge_window(struct lism_sk *st, const struct tcp_so
 			stat_add(LISM_S_SENDER_LEAVES_REFUSED, 1); /* a leave would drop its redirects */
 			break;
 		}
-		queue_leave(st);
-		if (st->sender == LISM_SND_LEAVING)
+		if (queue_leave(st))
 			return;
 		break;
 	}

@@ -220,6 +220,17 @@ void snap(const struct env *e, struct lism_snapshot *s)
 	lism_instance_close(&in);
 }
 
+__u32 shortcut_members(const struct env *e)
+{
+	struct lism_instance in;
+	__u32 n;
+
+	cr_assert_eq(lism_instance_open(&in, e->pin), 0, "open pins %s", e->pin);
+	cr_assert_eq(lism_shortcut_map_count(&in, 1u << 20, &n), 0);
+	lism_instance_close(&in);
+	return n;
+}
+
 int dmb_lookup(const struct env *e, __u64 token, struct lism_dmb *out)
 {
 	struct lism_instance in;

@@ -59,6 +59,8 @@ int lism(const struct env *e, const char *args);
 int lism_out(const struct env *e, const char *args, char *out, size_t len);
 
 void snap(const struct env *e, struct lism_snapshot *s);
+/* Sockets in the shortcut map itself (snap's shortcut_sockets counts DMB entries instead). */
+__u32 shortcut_members(const struct env *e);
 /* Read the entry a token names (0 if absent). */
 int dmb_lookup(const struct env *e, __u64 token, struct lism_dmb *out);
 /* Wait until the table and the shortcut map are empty; returns dmbs in use left. */

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 
 #include "conns.h"
-#include "pins.h"
 #include "lism/sender.h"
 #include "lism/stream.h"
 #include "harness.h"
@@ -325,23 +324,6 @@ static void lagging_reader(int c, int sv, __u64 *off, __u64 n)
 	}
 }
 
-/* Sockets in the pinned shortcut map right now (the DMB table's view counts entries instead). */
-static __u32 shortcut_map_members(void)
-{
-	int fd = lism_pin_open(e.pin, "shortcut");
-	__u64 key, next;
-	__u32 n = 0;
-
-	cr_assert_geq(fd, 0, "open the shortcut map under %s", e.pin);
-	for (int err = bpf_map_get_next_key(fd, NULL, &next); !err;
-	     err = bpf_map_get_next_key(fd, &key, &next)) {
-		key = next;
-		n++;
-	}
-	close(fd);
-	return n;
-}
-
 static void wait_left(__u64 n, struct lism_snapshot *s)
 {
 	for (int i = 0; i < 300; i++) {
@@ -380,7 +362,7 @@ Test(shortcut, a_one_way_sender_stuck_on_tcp_leaves_the_maps)
 	cr_assert_eq(s.sender_sockets, 0, "it left the senders map");
 	cr_assert_eq(s.confirmed, 0, "the pair fell back");
 	cr_assert_eq(s.shortcut_sockets, 0, "its reader (still a member until it closes) counts as fallen back");
-	cr_assert_eq(shortcut_map_members(), 1, "the writer is still in the shortcut map: its psock stays");
+	cr_assert_eq(shortcut_members(&e), 1, "the writer is still in the shortcut map: its psock stays");
 	cr_assert_geq(s.stats[LISM_S_TCP_BYTES], LISM_SENDER_WINDOW_BYTES);
 	lagging_reader(c, sv, &off, 16u << 20);
 	cr_assert_eq(recv_check(sv, 31, off - LAG, LAG, 5000), 0);
@@ -460,7 +442,7 @@ Test(shortcut, a_sender_whose_peer_left_leaves_the_maps)
 	cr_assert_eq(s.reasons[LISM_R_SYNC_STUCK], 0, "no new fallback: the pair was over");
 	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0, "nothing was redirected to a blocking reader");
 	cr_assert_eq(s.sender_sockets, 0, "the sender left the senders map");
-	cr_assert_eq(shortcut_map_members(), 0, "both ends left the shortcut map");
+	cr_assert_eq(shortcut_members(&e), 0, "both ends left the shortcut map");
 	cr_assert_eq(send_all(c, 26, off, 100000), 0);
 	cr_assert_eq(recv_check(sv, 26, off, 100000, 5000), 0);
 	close(c);
