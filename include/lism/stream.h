@@ -12,9 +12,10 @@
  * segments.  (sockperf's blocking reader: at 14 B..1 KiB a stream over the
  * shortcut runs at 0.3-0.6x TCP, at 16 KiB..64000 B 0.5-0.9x; at >= 64 KiB
  * per send the handoff is amortised and the shortcut wins again, 2.7-4x.
- * An event-loop reader on another CPU drains many messages per wakeup, and
- * there a redirect per send wins, 1.6x at 100 B..1 KiB, where these holds
- * cost it: docs/performance.md, "Batching, and where the reader runs".)
+ * A reader that reads each small message with its own read() makes TCP
+ * itself slow, and across CPUs a redirect per send then wins, 1.6x at
+ * 100 B..1 KiB, where these holds cost it: docs/performance.md, "Batching,
+ * and which reader the redirect beats".)
  *
  * So a direction counts consecutive shortcut sends that find the reader
  * still behind (bytes of ours unread).  After LISM_STREAM_STREAK of them it
