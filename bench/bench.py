@@ -196,6 +196,53 @@ def nginx(close):
     return go
 
 
+def pinned_cpus(placement):
+    """Server and client CPUs for "same" or "cross" core (the first two CPUs
+    this process may use)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if placement == "cross" and len(cpus) < 2:
+        raise RuntimeError("a cross-core run needs two CPUs, this process may use %s" % cpus)
+    return cpus[0], cpus[0] if placement == "same" else cpus[1]
+
+
+DOWNLOAD_BYTES = 256 << 20
+
+
+def nginx_download(placement):
+    """A same-node download: nginx with sendfile on (as Debian's and the
+    nginx image's configs have it) serves a 256 MiB file to curl, over and
+    over for the run's seconds, a new connection each time.  Pinned, because
+    on one CPU lism's one-way bulk writer can stay behind its own TCP bytes
+    for the whole response (docs/performance.md, "DMB size"), and across
+    two it mostly takes the shortcut."""
+    def go(ctx):
+        d = os.path.join(ctx["tmp"], "download")
+        blob = os.path.join(d, "blob")
+        os.makedirs(d, exist_ok=True)
+        if not os.path.exists(blob):
+            with open(blob, "wb") as f:
+                for _ in range(DOWNLOAD_BYTES >> 20):
+                    f.write(os.urandom(1 << 20))
+        conf = os.path.join(d, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("worker_processes 1; daemon off; error_log %s/error.log; pid %s/nginx.pid;\n"
+                    "events { worker_connections 64; }\n"
+                    "http { access_log off; sendfile on; server { listen 127.0.0.1:18081; root %s; } }\n"
+                    % (d, d, d))
+        srv, cli = pinned_cpus(placement)
+        with Server(taskset(str(srv)) + ["nginx", "-c", conf, "-p", d], 18081):
+            n, t0 = 0, time.time()
+            while n == 0 or time.time() - t0 < SECONDS:
+                out = run(taskset(str(cli)) + ["curl", "-fsS", "-o", "/dev/null", "-w", "%{size_download}",
+                                               "http://127.0.0.1:18081/blob"]).stdout
+                if int(out) != DOWNLOAD_BYTES:
+                    raise RuntimeError("curl got %s of %d bytes" % (out, DOWNLOAD_BYTES))
+                n += 1
+            elapsed = time.time() - t0
+        return n * DOWNLOAD_BYTES / elapsed / 1e6
+    return go
+
+
 def iperf3(ctx):
     with Server(["iperf3", "-s", "-B", "127.0.0.1", "-p", "15201", "-1"], 15201):
         out = run(["iperf3", "-c", "127.0.0.1", "-p", "15201", "-t", str(int(max(1, SECONDS))), "-J"]).stdout
@@ -209,10 +256,7 @@ def msgrate(size, pingpong=False, placement=None):
     def go(ctx):
         cmd = [os.path.join(OUT, "msgrate"), "-s", str(size), "-t", str(SECONDS)] + (["--pingpong"] if pingpong else [])
         if placement:
-            cpus = sorted(os.sched_getaffinity(0))
-            if placement == "cross" and len(cpus) < 2:
-                raise RuntimeError("msgrate across cores needs two CPUs, this process may use %s" % cpus)
-            cmd += ["--cpus", "%d,%d" % (cpus[0], cpus[0] if placement == "same" else cpus[1])]
+            cmd += ["--cpus", "%d,%d" % pinned_cpus(placement)]
         return number(r"msgs_per_s ([0-9.]+)", run(cmd).stdout, "msgrate")
     return go
 
@@ -256,6 +300,8 @@ WORKLOADS = [
     ("redis_get_P16", "req/s", True, False, 1.9, redis("get", 16)),
     ("nginx_keepalive", "req/s", True, False, 2.3, nginx(False)),
     ("nginx_conn_close", "req/s", True, False, 1.3, nginx(True)),
+    ("nginx_download_same_core", "MB/s", True, False, 1.0, nginx_download("same")),
+    ("nginx_download_cross_core", "MB/s", True, False, 1.0, nginx_download("cross")),
     ("iperf3", "Gbit/s", True, True, 3.5, iperf3),
     ("msgrate_100B_same_core", "msg/s", True, False, 1.0, msgrate(100, placement="same")),
     ("msgrate_100B_cross_core", "msg/s", True, False, 1.0, msgrate(100, placement="cross")),
