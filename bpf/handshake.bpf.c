@@ -535,6 +535,7 @@ static void on_member_packet(struct bpf_sock_ops *s)
 	if (paired(st) && st->sender == LISM_SND_WATCH)
 		sender_watch(s, st);
 	sender_sizes_settle(s, st); /* the sendmsg callback cannot switch itself off */
+	sender_bulk_sndbuf(s, st);
 	if (paired(st) && (!(st->flags & LISM_SKF_MODE_KNOWN) || st->sender == LISM_SND_WATCH))
 		return;
 	if (st->flags & LISM_SKF_SIZES_ON)

@@ -28,6 +28,8 @@
 #define EBUSY 16
 #endif
 #define SOL_SOCKET 1
+#define SO_SNDBUF 7
+#define SOCK_SNDBUF_LOCK 1
 
 /* Members whose sends run the sk_msg program, keyed by their own token. */
 struct {
@@ -255,6 +257,29 @@ static __always_inline void sender_sizes_start(struct bpf_sock_ops *s, struct li
 		st->flags |= LISM_SKF_SIZES_ON;
 }
 
+/*
+ * At the packet after a bulk join (sender.h): a send buffer small enough
+ * for its reader to drain, so that its TCP bytes do not hold it in SYNC.
+ * Not if the application sized the buffer itself.
+ */
+static __always_inline void sender_bulk_sndbuf(struct bpf_sock_ops *s, struct lism_sk *st)
+{
+	struct bpf_sock *sk = s->sk;
+	int val = LISM_SENDER_BULK_SNDBUF;
+	struct tcp_sock *tp;
+
+	if (!(st->flags & LISM_SKF_BULK) || !sk)
+		return;
+	st->flags &= ~LISM_SKF_BULK;
+	if (st->sender != LISM_SND_QUEUED && st->sender != LISM_SND_JOINED)
+		return; /* it stays on TCP: nothing to wait for */
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp || (tp->inet_conn.icsk_inet.sk.sk_userlocks & SOCK_SNDBUF_LOCK) ||
+	    tp->inet_conn.icsk_inet.sk.sk_sndbuf <= 2 * val)
+		return;
+	bpf_setsockopt(s, SOL_SOCKET, SO_SNDBUF, &val, sizeof(val));
+}
+
 /* At a member's packet: the callback goes off once it has nothing left to measure. */
 static __always_inline void sender_sizes_settle(struct bpf_sock_ops *s, struct lism_sk *st)
 {
@@ -291,7 +316,7 @@ static __always_inline void on_member_send(struct bpf_sock_ops *s)
 	switch (lism_sender_sizes(st->sizes_sends, st->sizes_bytes)) {
 	case LISM_SENDER_JOIN:
 		if (sender_enqueue(st))
-			st->flags |= LISM_SKF_SIZES_DONE;
+			st->flags |= LISM_SKF_SIZES_DONE | LISM_SKF_BULK;
 		break;
 	case LISM_SENDER_STOP:
 		st->flags |= LISM_SKF_SIZES_DONE;

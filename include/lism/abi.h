@@ -151,6 +151,7 @@ struct lism_sk {
 #define LISM_SKF_UNSEEN (1u << 3)     /* it sent bytes no program saw: counted at its next send or close */
 #define LISM_SKF_SIZES_ON (1u << 4)   /* lism switched its per-sendmsg callback on (sender.h) */
 #define LISM_SKF_SIZES_DONE (1u << 5) /* its first sends were measured: the callback has nothing to do */
+#define LISM_SKF_BULK (1u << 6)       /* joins by its bulk sends: its send buffer is clamped at its next packet */
 
 /*
  * A member (in the shortcut map: others may redirect to it) becomes a

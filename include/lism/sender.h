@@ -66,6 +66,21 @@
  * peer closed, or left the maps as a blocking reader) leaves the same way
  * at its next send, without a new fallback.
  *
+ * What keeps a bulk writer on its reader's CPU in SYNC is the size of its
+ * TCP backlog: TCP's autotuned send buffer (MBs) lets it refill the
+ * reader's queue each time the reader's window updates wake it, before the
+ * reader has drained.  With a send buffer of 416 KiB the reader drains it
+ * within its time slice: an nginx sendfile download on one CPU put 143-178
+ * of 256 MiB through the shortcut instead of 8-24, and ran at TCP's speed
+ * instead of 0.70; plain TCP ran alike with either buffer, and across CPUs
+ * nothing changed (docs/performance.md, "DMB size").  The redirect itself
+ * is never charged to the send buffer.  So a member that joins by its bulk
+ * sends gets SO_SNDBUF LISM_SENDER_BULK_SNDBUF at its next packet (sockops
+ * may set it there, the socket locked), unless its application set
+ * SO_SNDBUF itself or the buffer is that small already.  The application
+ * sees it: getsockopt(SO_SNDBUF) returns the new size, and TCP no longer
+ * autotunes that socket's send buffer.
+ *
  * sockops may update a sockmap only in the ESTABLISHED callbacks, so the
  * join itself is done by a BPF timer whose callback belongs to a tc program
  * (bpf/sender.bpf.h): tc programs may update sockmaps.
@@ -84,6 +99,7 @@
 #define LISM_SENDER_LEAVES_PER_TICK 16
 #define LISM_SENDER_WINDOW_BYTES (1u << 30)
 #define LISM_SENDER_TCP_RUN_BYTES (64u << 20)
+#define LISM_SENDER_BULK_SNDBUF (208u << 10) /* SO_SNDBUF: sk_sndbuf 416 KiB (at most 2 x net.core.wmem_max) */
 
 enum lism_sender_verdict {
 	LISM_SENDER_WAIT = 0, /* keep watching */
