@@ -133,9 +133,7 @@ static __always_inline int release_own(struct lism_dmb *e, __u64 token)
 static __always_inline void fallback_own(struct lism_sk *st, const struct tcp_sock *tp,
 					 struct lism_dmb *e, __u8 reason)
 {
-	account_unseen(st, tp); /* sent before it was a sender */
-	if (st->stream.passing) /* its sends no longer run the sk_msg program */
-		account_passed(st, tp);
+	account_uncounted(st, tp); /* its sends no longer run the sk_msg program */
 	st->state = LISM_ST_FALLBACK;
 	st->reason = reason;
 	st->tx = LISM_TX_TCP;

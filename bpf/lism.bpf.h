@@ -285,6 +285,18 @@ static __always_inline void account_unseen(struct lism_sk *st, const struct tcp_
 		count_tcp_bytes(st, unseen);
 }
 
+/*
+ * Everything this socket sent over TCP that no sk_msg run counted yet:
+ * before it was a sender, and what a verdict passed ahead.  At its next
+ * send, or when its sends stop running the sk_msg program.
+ */
+static __always_inline void account_uncounted(struct lism_sk *st, const struct tcp_sock *tp)
+{
+	account_unseen(st, tp);
+	if (st->stream.passing)
+		account_passed(st, tp);
+}
+
 /* A sender's peer may receive redirects from now on (LISM_CONN_PEER_SENDS); its entry. */
 static __always_inline struct lism_dmb *mark_peer_receives(const struct lism_sk *st)
 {

@@ -132,9 +132,7 @@ static __always_inline void sender_leave_one(__u64 token)
 		st->tx = LISM_TX_SYNC;
 		goto out;
 	}
-	account_unseen(st, tp);
-	if (st->stream.passing) /* its sends no longer run the sk_msg program */
-		account_passed(st, tp);
+	account_uncounted(st, tp); /* its sends no longer run the sk_msg program */
 	bpf_map_delete_elem(&senders, &token);
 	bpf_map_delete_elem(&shortcut, &token);
 	st->tx = LISM_TX_TCP;

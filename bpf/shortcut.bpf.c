@@ -168,9 +168,7 @@ int lism_msg(struct sk_msg_md *msg)
 		return SK_PASS;
 	lism_churn_count_send(&st->sent, size);
 	tp = bpf_skc_to_tcp_sock(sk);
-	account_unseen(st, tp); /* at its first send as a sender: what went to TCP before (sender.h) */
-	if (st->stream.passing)
-		account_passed(st, tp);
+	account_uncounted(st, tp); /* at its first send as a sender: what went to TCP before (sender.h) */
 	slot = st->peer_slot;
 	pe = dmb_get(slot);
 	owner = bpf_map_lookup_elem(&dmb_owner, &slot);
