@@ -185,11 +185,24 @@ static int sender_tick(void *map, __u32 *key, struct lism_sender_join *sj)
 }
 
 /*
+ * Whether the member's application sized its send buffer too small for
+ * the data path (sender.h): it stays on TCP.
+ */
+static __always_inline int sender_sndbuf_small(struct tcp_sock *tp)
+{
+	if (!tp)
+		return 0;
+	return !lism_sender_sndbuf_fits(tp->inet_conn.icsk_inet.sk.sk_userlocks & SOCK_SNDBUF_LOCK,
+					tp->inet_conn.icsk_inet.sk.sk_sndbuf);
+}
+
+/*
  * Queue the member's join and start the timer.  Only while both entries
  * are confirmed: a pair its peer left (blocking, declined) would pay the
- * sk_msg send path for nothing.  0 while the pair is not confirmed yet.
+ * sk_msg send path for nothing, and only if its send buffer suits the
+ * data path.  0 while the pair is not confirmed yet.
  */
-static __always_inline int sender_enqueue(struct lism_sk *st)
+static __always_inline int sender_enqueue(struct lism_sk *st, struct tcp_sock *tp)
 {
 	struct lism_dmb *me = dmb_by_token(st->token), *pe = dmb_by_token(st->peer_token);
 	__u64 token = st->token;
@@ -200,6 +213,11 @@ static __always_inline int sender_enqueue(struct lism_sk *st)
 	}
 	if (me->state != LISM_ST_CONFIRMED || pe->state != LISM_ST_CONFIRMED)
 		return 0;
+	if (sender_sndbuf_small(tp)) {
+		st->sender = LISM_SND_TCP;
+		stat_add(LISM_S_SENDERS_SMALL_SNDBUF, 1);
+		return 1;
+	}
 	/* before the push: a timer already running on another CPU may pop it at once */
 	st->sender = LISM_SND_QUEUED;
 	if (bpf_map_push_elem(&sender_queue, &token, 0)) {
@@ -215,9 +233,11 @@ static __always_inline int sender_enqueue(struct lism_sk *st)
 /* An outgoing packet of a watched member (HDR_OPT_LEN callback). */
 static __always_inline void sender_watch(struct bpf_sock_ops *s, struct lism_sk *st)
 {
+	struct bpf_sock *sk = s->sk;
+
 	switch (lism_sender_decide(s->skb_len, s->data_segs_in, s->data_segs_out)) {
 	case LISM_SENDER_JOIN:
-		sender_enqueue(st);
+		sender_enqueue(st, sk ? bpf_skc_to_tcp_sock(sk) : NULL);
 		break;
 	case LISM_SENDER_STOP:
 		st->sender = LISM_SND_TCP;
@@ -313,7 +333,7 @@ static __always_inline void on_member_send(struct bpf_sock_ops *s)
 	st->sizes_sends++;
 	switch (lism_sender_sizes(st->sizes_sends, st->sizes_bytes)) {
 	case LISM_SENDER_JOIN:
-		if (sender_enqueue(st))
+		if (sender_enqueue(st, tp))
 			st->flags |= LISM_SKF_SIZES_DONE | LISM_SKF_BULK;
 		break;
 	case LISM_SENDER_STOP:

@@ -81,6 +81,24 @@
  * sees it: getsockopt(SO_SNDBUF) returns the new size, and TCP no longer
  * autotunes that socket's send buffer.
  *
+ * A send buffer its application sized below LISM_SENDER_MIN_SNDBUF_SEGS
+ * segments of 64 KiB keeps its member off the data path.  Through the data path a
+ * send kept on TCP is pushed by tcp_bpf_sendmsg, which, unlike
+ * tcp_sendmsg, waits for send-buffer space without first pushing what TCP
+ * holds back for MSG_MORE (every chunk of a sendfile() but its last,
+ * TCP_CORK).  With room for two segments the buffer fills with one
+ * segment in flight and one held back; one segment does not make the
+ * reader ACK at once, so the writer waits for the delayed ACK (40 ms on
+ * loopback): nginx with `sndbuf=64k` (sk_sndbuf 128 KiB, two 64 KiB
+ * segments) served a download on one CPU at 0.15-0.2 of TCP, its CPU 90 %
+ * idle, `ss` showing one segment unacked and 64 KB "notsent"; with
+ * `sndbuf=128k` it ran at 0.95 (docs/performance.md, "A small send
+ * buffer").  64 KiB because TCP builds segments that large (GSO) on
+ * loopback and on a veth alike, whatever the MSS; on a path without GSO
+ * this keeps a few buffers on TCP that could have used the shortcut, which
+ * costs nothing against TCP.  An autotuned buffer starts at twice the
+ * initial window, twenty segments, and only grows.
+ *
  * sockops may update a sockmap only in the ESTABLISHED callbacks, so the
  * join itself is done by a BPF timer whose callback belongs to a tc program
  * (bpf/sender.bpf.h): tc programs may update sockmaps.
@@ -100,6 +118,7 @@
 #define LISM_SENDER_WINDOW_BYTES (1u << 30)
 #define LISM_SENDER_TCP_RUN_BYTES (64u << 20)
 #define LISM_SENDER_BULK_SNDBUF (208u << 10) /* SO_SNDBUF: sk_sndbuf 416 KiB (at most 2 x net.core.wmem_max) */
+#define LISM_SENDER_MIN_SNDBUF_SEGS 4 /* of 64 KiB: an application's SO_SNDBUF of 128 KiB or more */
 
 enum lism_sender_verdict {
 	LISM_SENDER_WAIT = 0, /* keep watching */
@@ -164,6 +183,15 @@ static inline int lism_sender_window(__u32 tcp_bytes, __u32 sc_bytes, __u32 tcp_
 	if ((__u64)sc_bytes * 2 < total && tcp_run >= LISM_SENDER_TCP_RUN_BYTES)
 		return LISM_SENDER_WINDOW_LEAVE;
 	return LISM_SENDER_WINDOW_NEXT;
+}
+
+/*
+ * Whether a member's send buffer suits the data path: @sndbuf bytes
+ * (sk_sndbuf), @locked if its application set SO_SNDBUF.
+ */
+static inline int lism_sender_sndbuf_fits(int locked, __u32 sndbuf)
+{
+	return !locked || sndbuf >= LISM_SENDER_MIN_SNDBUF_SEGS * (64u << 10);
 }
 
 /*

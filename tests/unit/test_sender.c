@@ -109,3 +109,14 @@ Test(sender, a_window_mostly_on_tcp_that_tcp_still_has_leaves)
 	cr_assert_eq(lism_sender_window(3u << 30, 1u << 30, run), LISM_SENDER_WINDOW_LEAVE,
 		     "sums past 4 GiB do not wrap (to an open window)");
 }
+
+/* An application's small send buffer keeps its member off the data path (include/lism/sender.h). */
+Test(sender, a_send_buffer_of_fewer_than_four_segments_set_by_the_application_stays_on_tcp)
+{
+	/* sk_sndbuf is twice what the application asked for */
+	cr_assert(!lism_sender_sndbuf_fits(1, 2 * (64 << 10)), "nginx sndbuf=64k: two segments");
+	cr_assert(!lism_sender_sndbuf_fits(1, 2 * (128 << 10) - 1));
+	cr_assert(lism_sender_sndbuf_fits(1, 2 * (128 << 10)), "sndbuf=128k ran at TCP's speed");
+	cr_assert(lism_sender_sndbuf_fits(0, 16 << 10), "TCP's own buffer grows as it needs");
+	cr_assert(lism_sender_sndbuf_fits(1, 2 * LISM_SENDER_BULK_SNDBUF), "lism's own clamp fits");
+}
