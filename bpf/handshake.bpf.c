@@ -626,8 +626,8 @@ static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b)
  * Join the shortcut map under our own token: from now on the peer may
  * redirect to us.  Our own sends run the data path once we are a sender
  * too: at once with --eager-senders, else when data went both ways
- * (sender.h), watched from our outgoing packets -- never if the
- * application made our send buffer too small for the data path.
+ * (sender.h), watched from our outgoing packets -- never if our send
+ * buffer or unsent-bytes limit is too small for the data path.
  */
 static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device *d,
 				struct lism_dmb *e, struct lism_sk *st)
@@ -641,9 +641,9 @@ static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device
 		    ((d->flags & LISM_DEV_F_NO_STREAM_DETECT) ? LISM_SKF_NO_STREAM_DETECT : 0) |
 		    (st->role == LISM_ROLE_ACTIVE || (d->flags & LISM_DEV_F_ALLOW_BLOCKING) ?
 			     LISM_SKF_MODE_KNOWN : 0);
-	if ((d->flags & LISM_DEV_F_EAGER_SENDERS) && sender_sndbuf_small(bpf_skc_to_tcp_sock(sk))) {
+	if ((d->flags & LISM_DEV_F_EAGER_SENDERS) && sender_limits_small(bpf_skc_to_tcp_sock(sk))) {
 		st->sender = LISM_SND_TCP; /* not even eagerly: sender.h */
-		stat_add(LISM_S_SENDERS_SMALL_SNDBUF, 1);
+		stat_add(LISM_S_SENDERS_SEND_LIMITS, 1);
 	} else if (d->flags & LISM_DEV_F_EAGER_SENDERS) {
 		struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 

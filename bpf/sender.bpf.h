@@ -185,21 +185,28 @@ static int sender_tick(void *map, __u32 *key, struct lism_sender_join *sj)
 }
 
 /*
- * Whether the member's application sized its send buffer too small for
- * the data path (sender.h): it stays on TCP.
+ * Whether the member's send buffer or unsent-bytes limit is too small for
+ * the data path (sender.h): it stays on TCP.  The limit is the socket's
+ * TCP_NOTSENT_LOWAT, else its namespace's sysctl (tcp_notsent_lowat()).
  */
-static __always_inline int sender_sndbuf_small(struct tcp_sock *tp)
+static __always_inline int sender_limits_small(struct tcp_sock *tp)
 {
+	struct sock *sk;
+	__u32 lowat;
+
 	if (!tp)
 		return 0;
-	return !lism_sender_sndbuf_fits(tp->inet_conn.icsk_inet.sk.sk_userlocks & SOCK_SNDBUF_LOCK,
-					tp->inet_conn.icsk_inet.sk.sk_sndbuf);
+	sk = &tp->inet_conn.icsk_inet.sk;
+	lowat = tp->notsent_lowat;
+	if (!lowat)
+		lowat = BPF_CORE_READ(sk, __sk_common.skc_net.net, ipv4.sysctl_tcp_notsent_lowat);
+	return !lism_sender_limits_fit(sk->sk_userlocks & SOCK_SNDBUF_LOCK, sk->sk_sndbuf, lowat);
 }
 
 /*
  * Queue the member's join and start the timer.  Only while both entries
  * are confirmed: a pair its peer left (blocking, declined) would pay the
- * sk_msg send path for nothing, and only if its send buffer suits the
+ * sk_msg send path for nothing, and only if its send limits suit the
  * data path.  0 while the pair is not confirmed yet.
  */
 static __always_inline int sender_enqueue(struct lism_sk *st, struct tcp_sock *tp)
@@ -213,9 +220,9 @@ static __always_inline int sender_enqueue(struct lism_sk *st, struct tcp_sock *t
 	}
 	if (me->state != LISM_ST_CONFIRMED || pe->state != LISM_ST_CONFIRMED)
 		return 0;
-	if (sender_sndbuf_small(tp)) {
+	if (sender_limits_small(tp)) {
 		st->sender = LISM_SND_TCP;
-		stat_add(LISM_S_SENDERS_SMALL_SNDBUF, 1);
+		stat_add(LISM_S_SENDERS_SEND_LIMITS, 1);
 		return 1;
 	}
 	/* before the push: a timer already running on another CPU may pop it at once */

@@ -88,7 +88,7 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, "Senders (sends through the data path)\n");
 	fprintf(f, ROW, "joined (both ways, or bulk)", (unsigned long long)st[LISM_S_SENDERS_JOINED]);
 	fprintf(f, ROW, "one-way, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_ONE_WAY]);
-	fprintf(f, ROW, "small send buffer, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_SMALL_SNDBUF]);
+	fprintf(f, ROW, "small send limits, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_SEND_LIMITS]);
 	fprintf(f, ROW, "joins refused or lost", (unsigned long long)st[LISM_S_SENDER_JOIN_FAILS]);
 	fprintf(f, ROW, "left (mostly TCP, or peer gone)", (unsigned long long)st[LISM_S_SENDERS_LEFT]);
 	fprintf(f, ROW, "  leaves refused (peer sends)", (unsigned long long)st[LISM_S_SENDER_LEAVES_REFUSED]);
@@ -124,7 +124,7 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	add_u64(o, "sweeps", st[LISM_S_SWEEPS]);
 	add_u64(o, "senders_joined", st[LISM_S_SENDERS_JOINED]);
 	add_u64(o, "senders_one_way", st[LISM_S_SENDERS_ONE_WAY]);
-	add_u64(o, "senders_small_sndbuf", st[LISM_S_SENDERS_SMALL_SNDBUF]);
+	add_u64(o, "senders_send_limits", st[LISM_S_SENDERS_SEND_LIMITS]);
 	add_u64(o, "sender_join_fails", st[LISM_S_SENDER_JOIN_FAILS]);
 	add_u64(o, "senders_left", st[LISM_S_SENDERS_LEFT]);
 	add_u64(o, "sender_leaves_refused", st[LISM_S_SENDER_LEAVES_REFUSED]);

@@ -130,7 +130,7 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	json_object_object_add(o, "sender_timer", json_object_new_boolean(s->usage.sender_timer));
 	add_u64(o, "senders_joined", s->stats[LISM_S_SENDERS_JOINED]);
 	add_u64(o, "senders_one_way", s->stats[LISM_S_SENDERS_ONE_WAY]);
-	add_u64(o, "senders_small_sndbuf", s->stats[LISM_S_SENDERS_SMALL_SNDBUF]);
+	add_u64(o, "senders_send_limits", s->stats[LISM_S_SENDERS_SEND_LIMITS]);
 	add_u64(o, "sender_join_fails", s->stats[LISM_S_SENDER_JOIN_FAILS]);
 	add_u64(o, "senders_left", s->stats[LISM_S_SENDERS_LEFT]);
 	add_u64(o, "sender_leaves_refused", s->stats[LISM_S_SENDER_LEAVES_REFUSED]);

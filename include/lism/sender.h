@@ -92,8 +92,15 @@
  * loopback): nginx with `sndbuf=64k` (sk_sndbuf 128 KiB, two 64 KiB
  * segments) served a download on one CPU at 0.15-0.2 of TCP, its CPU 90 %
  * idle, `ss` showing one segment unacked and 64 KB "notsent"; with
- * `sndbuf=128k` it ran at 0.95 (docs/performance.md, "A small send
- * buffer").  64 KiB because TCP builds segments that large (GSO) on
+ * `sndbuf=128k` it ran at 0.95 (docs/performance.md, "Small send
+ * limits").  The same wait, without even a delayed ACK to end it, comes
+ * from an unsent-bytes limit (TCP_NOTSENT_LOWAT, or the
+ * net.ipv4.tcp_notsent_lowat sysctl) below what TCP may hold back: a
+ * sendfile() writer with a 16 KiB limit ran at 16-19 MB/s against TCP's
+ * 1100-1400, waiting 200 ms at a time.  So a member joins only with an
+ * effective limit of LISM_SENDER_MIN_SNDBUF_SEGS segments or more (the
+ * default is none).  Both are read when the member would join: limits
+ * shrunk later, on a sender, are not seen.  64 KiB because TCP builds segments that large (GSO) on
  * loopback and on a veth alike, whatever the MSS; on a path without GSO
  * this keeps a few buffers on TCP that could have used the shortcut, which
  * costs nothing against TCP.  An autotuned buffer starts at twice the
@@ -118,7 +125,7 @@
 #define LISM_SENDER_WINDOW_BYTES (1u << 30)
 #define LISM_SENDER_TCP_RUN_BYTES (64u << 20)
 #define LISM_SENDER_BULK_SNDBUF (208u << 10) /* SO_SNDBUF: sk_sndbuf 416 KiB (at most 2 x net.core.wmem_max) */
-#define LISM_SENDER_MIN_SNDBUF_SEGS 4 /* of 64 KiB: an application's SO_SNDBUF of 128 KiB or more */
+#define LISM_SENDER_MIN_SNDBUF_SEGS 4 /* of 64 KiB: SO_SNDBUF of 128 KiB or more, TCP_NOTSENT_LOWAT 256 KiB */
 
 enum lism_sender_verdict {
 	LISM_SENDER_WAIT = 0, /* keep watching */
@@ -186,12 +193,15 @@ static inline int lism_sender_window(__u32 tcp_bytes, __u32 sc_bytes, __u32 tcp_
 }
 
 /*
- * Whether a member's send buffer suits the data path: @sndbuf bytes
- * (sk_sndbuf), @locked if its application set SO_SNDBUF.
+ * Whether a member's send limits suit the data path: @sndbuf bytes of send
+ * buffer (sk_sndbuf), @locked if its application set SO_SNDBUF, and
+ * @notsent_lowat, its effective TCP_NOTSENT_LOWAT (UINT_MAX: none).
  */
-static inline int lism_sender_sndbuf_fits(int locked, __u32 sndbuf)
+static inline int lism_sender_limits_fit(int locked, __u32 sndbuf, __u32 notsent_lowat)
 {
-	return !locked || sndbuf >= LISM_SENDER_MIN_SNDBUF_SEGS * (64u << 10);
+	const __u32 least = LISM_SENDER_MIN_SNDBUF_SEGS * (64u << 10);
+
+	return (!locked || sndbuf >= least) && notsent_lowat >= least;
 }
 
 /*

@@ -355,31 +355,53 @@ Test(shortcut, a_bulk_sender_keeps_the_send_buffer_its_application_set)
 	bulk_writer(1 << 20);
 }
 
-/*
- * A member whose application set a send buffer of fewer than
- * LISM_SENDER_MIN_SNDBUF_SEGS segments never runs the data path (sender.h:
- * through it such a writer waits for delayed ACKs), whether it would join
- * by bulk sends or because data went both ways; its peer still joins.
- */
-Test(shortcut, a_writer_whose_application_made_its_send_buffer_small_stays_on_tcp)
+/* One-way bulk sends that would make @c a sender (sender.h), every byte checked. */
+static void bulk_sends(int c, int sv, int seed)
 {
-	enum { BULK = 128 << 10, BULKS = 2 * LISM_SENDER_SIZE_SENDS, SMALL = 100, ROUNDS = 40 };
-	int c1, s1, c2, s2, small = 64 << 10;
+	enum { BULK = 128 << 10, BULKS = 2 * LISM_SENDER_SIZE_SENDS };
+
+	for (int i = 0; i < BULKS; i++) {
+		cr_assert_eq(send_all(c, seed, (__u64)i * BULK, BULK), 0);
+		cr_assert_eq(recv_check(sv, seed, (__u64)i * BULK, BULK, 5000), 0, "send %d", i);
+	}
+}
+
+/*
+ * A member whose send buffer holds fewer than LISM_SENDER_MIN_SNDBUF_SEGS
+ * segments, or whose unsent-bytes limit (TCP_NOTSENT_LOWAT, or its
+ * namespace's sysctl) is below that, never runs the data path (sender.h:
+ * through it such a writer waits for ACKs that may not come soon), whether
+ * it would join by bulk sends or because data went both ways; its peer
+ * still joins.
+ */
+Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
+{
+	enum { SMALL = 100, ROUNDS = 40 };
+	int c1, s1, c2, s2, c3, s3, c4, s4, sndbuf = 64 << 10, lowat = 16 << 10;
 	struct lism_snapshot s;
+	FILE *f;
 
 	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c1, &s1);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
-	cr_assert_eq(setsockopt(c1, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
-	cr_assert_eq(setsockopt(c2, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
-	assert_confirmed(2);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c3, &s3);
+	cr_assert_eq(setsockopt(c1, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+	cr_assert_eq(setsockopt(c2, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+	cr_assert_eq(setsockopt(c3, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat)), 0);
+	/* a namespace whose sysctl sets the limit for every socket */
+	netns_switch(env_netns(&e, "lowat"));
+	f = fopen("/proc/sys/net/ipv4/tcp_notsent_lowat", "w"); /* the namespace goes with the test */
+	cr_assert(f, "net.ipv4.tcp_notsent_lowat: %s", strerror(errno));
+	cr_assert_gt(fprintf(f, "%d\n", lowat), 0);
+	cr_assert_eq(fclose(f), 0, "setting net.ipv4.tcp_notsent_lowat: %s", strerror(errno));
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c4, &s4);
+	netns_switch(NULL);
+	assert_confirmed(4);
 	cr_assert_lt(sndbuf_of(c1), LISM_SENDER_MIN_SNDBUF_SEGS * (64 << 10), "the test's buffer is not small");
 
-	/* bulk sends, one way: they would make c1 a sender */
-	for (int i = 0; i < BULKS; i++) {
-		cr_assert_eq(send_all(c1, 41, (__u64)i * BULK, BULK), 0);
-		cr_assert_eq(recv_check(s1, 41, (__u64)i * BULK, BULK, 5000), 0, "send %d", i);
-	}
+	bulk_sends(c1, s1, 41);
+	bulk_sends(c3, s3, 44);
+	bulk_sends(c4, s4, 45);
 	/* request/response: data goes both ways, s2 joins, c2 would too */
 	for (int i = 0; i < ROUNDS; i++) {
 		cr_assert_eq(send_all(c2, 42, (__u64)i * SMALL, SMALL), 0);
@@ -387,18 +409,22 @@ Test(shortcut, a_writer_whose_application_made_its_send_buffer_small_stays_on_tc
 		cr_assert_eq(send_all(s2, 43, (__u64)i * SMALL, SMALL), 0);
 		cr_assert_eq(recv_check(c2, 43, (__u64)i * SMALL, SMALL, 5000), 0, "round %d", i);
 	}
-	cr_assert_eq(wait_senders(&e, 1, 3000), 0, "the peer with TCP's own buffer did not join");
+	cr_assert_eq(wait_senders(&e, 1, 3000), 0, "the peer with TCP's own limits did not join");
 	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_SENDERS_SMALL_SNDBUF], 2, "joins skipped for a small send buffer: %llu",
-		     (unsigned long long)s.stats[LISM_S_SENDERS_SMALL_SNDBUF]);
-	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 1, "a writer with a small send buffer joined");
+	cr_assert_eq(s.stats[LISM_S_SENDERS_SEND_LIMITS], 4, "joins skipped for small send limits: %llu of 4",
+		     (unsigned long long)s.stats[LISM_S_SENDERS_SEND_LIMITS]);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 1, "a writer with small send limits joined");
 	cr_assert_eq(s.sender_sockets, 1);
-	cr_assert_eq(sndbuf_of(c1), sndbuf_for(small), "lism changed the send buffer the application set");
-	assert_confirmed(2); /* still pairs: their peers may be sent to through the shortcut */
+	cr_assert_eq(sndbuf_of(c1), sndbuf_for(sndbuf), "lism changed the send buffer the application set");
+	assert_confirmed(4); /* still pairs: their peers may be sent to through the shortcut */
 	close(c1);
 	close(s1);
 	close(c2);
 	close(s2);
+	close(c3);
+	close(s3);
+	close(c4);
+	close(s4);
 	assert_drained();
 }
 

@@ -110,13 +110,18 @@ Test(sender, a_window_mostly_on_tcp_that_tcp_still_has_leaves)
 		     "sums past 4 GiB do not wrap (to an open window)");
 }
 
-/* An application's small send buffer keeps its member off the data path (include/lism/sender.h). */
-Test(sender, a_send_buffer_of_fewer_than_four_segments_set_by_the_application_stays_on_tcp)
+/* Small send limits keep a member off the data path (include/lism/sender.h). */
+Test(sender, a_socket_with_small_send_limits_stays_on_tcp)
 {
+	const __u32 none = ~0u;
+
 	/* sk_sndbuf is twice what the application asked for */
-	cr_assert(!lism_sender_sndbuf_fits(1, 2 * (64 << 10)), "nginx sndbuf=64k: two segments");
-	cr_assert(!lism_sender_sndbuf_fits(1, 2 * (128 << 10) - 1));
-	cr_assert(lism_sender_sndbuf_fits(1, 2 * (128 << 10)), "sndbuf=128k ran at TCP's speed");
-	cr_assert(lism_sender_sndbuf_fits(0, 16 << 10), "TCP's own buffer grows as it needs");
-	cr_assert(lism_sender_sndbuf_fits(1, 2 * LISM_SENDER_BULK_SNDBUF), "lism's own clamp fits");
+	cr_assert(!lism_sender_limits_fit(1, 2 * (64 << 10), none), "nginx sndbuf=64k: two segments");
+	cr_assert(!lism_sender_limits_fit(1, 2 * (128 << 10) - 1, none));
+	cr_assert(lism_sender_limits_fit(1, 2 * (128 << 10), none), "sndbuf=128k ran at TCP's speed");
+	cr_assert(lism_sender_limits_fit(0, 16 << 10, none), "TCP's own buffer grows as it needs");
+	cr_assert(lism_sender_limits_fit(1, 2 * LISM_SENDER_BULK_SNDBUF, none), "lism's own clamp fits");
+	cr_assert(!lism_sender_limits_fit(0, 4 << 20, 16 << 10), "TCP_NOTSENT_LOWAT 16 KiB");
+	cr_assert(!lism_sender_limits_fit(0, 4 << 20, (256 << 10) - 1));
+	cr_assert(lism_sender_limits_fit(0, 4 << 20, 256 << 10));
 }
