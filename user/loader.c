@@ -20,6 +20,7 @@
 #include "fastpath.h"
 #include "clock.h"
 #include "loader.h"
+#include "lism/sender.h"
 #include "log.h"
 #include "pins.h"
 #include "probe.h"
@@ -300,6 +301,27 @@ static int start_sender_joins(struct lism_bpf *skel)
 }
 
 /*
+ * An unsent-bytes limit below what the data path needs keeps every member
+ * of its namespace off it (include/lism/sender.h): say so at load, for
+ * this namespace (pods have their own).
+ */
+static void note_notsent_lowat(void)
+{
+	const unsigned long least = LISM_SENDER_MIN_SNDBUF_SEGS * (64ul << 10);
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_notsent_lowat", "r");
+	unsigned long lowat = ~0ul;
+
+	if (!f)
+		return;
+	if (fscanf(f, "%lu", &lowat) == 1 && lowat < least)
+		printf("lism: note: net.ipv4.tcp_notsent_lowat is %lu here (below %lu): the sends of sockets "
+		       "in this network namespace that set no TCP_NOTSENT_LOWAT of their own stay on TCP "
+		       "(docs/performance.md, \"Small send limits\")\n",
+		       lowat, least);
+	fclose(f);
+}
+
+/*
  * lism load --upgrade: new programs over a running instance of the same
  * layout.  The maps are the pinned ones (libbpf reuses them), so state,
  * GID, settings and every connection stay.  The cgroup link switches to the
@@ -541,6 +563,7 @@ int lism_cmd_load(const struct lism_opts *o)
 		goto cleanup;
 	printf("lism: loaded at %s, attached to cgroup %s (%u DMBs of %u KiB, %d scope entries)\n",
 	       o->pin_path, cgroup, o->max_dmbs, o->dmb_size >> 10, n_scope);
+	note_notsent_lowat();
 	ret = LISM_EXIT_OK;
 
 cleanup:

@@ -47,10 +47,12 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 			s->sender_sockets);
 	else
 		fprintf(f, "  senders: after %u data segments each way or bulk sends (timer %s), %u now; "
-			"%llu joined, %llu one-way on TCP, %llu refused, %llu left\n", LISM_SENDER_MIN_SEGS,
+			"%llu joined, %llu one-way on TCP, %llu on TCP by small send limits, %llu refused, "
+			"%llu left\n", LISM_SENDER_MIN_SEGS,
 			s->usage.sender_timer ? "ready" : "NOT READY: sends stay on TCP",
 			s->sender_sockets, (unsigned long long)s->stats[LISM_S_SENDERS_JOINED],
 			(unsigned long long)s->stats[LISM_S_SENDERS_ONE_WAY],
+			(unsigned long long)s->stats[LISM_S_SENDERS_SEND_LIMITS],
 			(unsigned long long)s->stats[LISM_S_SENDER_JOIN_FAILS],
 			(unsigned long long)s->stats[LISM_S_SENDERS_LEFT]);
 	if (s->backstop && s->backstop_misses_known)

@@ -2,6 +2,7 @@
 /* The lism tool against a real kernel: errors and exit codes, pins, JSON, unload. */
 #include <bpf/bpf.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -77,6 +78,28 @@ Test(cli, load_refuses_what_it_cannot_use)
 		     0);
 	expect(lism_out(&other, args, out, sizeof(out)), LISM_EXIT_STATE, out, "not a lism instance");
 	sh("rm -rf %s", other.pin);
+}
+
+/*
+ * A namespace whose net.ipv4.tcp_notsent_lowat keeps its sockets' sends on
+ * TCP (include/lism/sender.h) is named at load.
+ */
+Test(cli, load_notes_an_unsent_limit_that_keeps_sends_on_tcp)
+{
+	char out[4096], args[PATH_MAX + 64];
+	FILE *f;
+
+	require_root();
+	env_up(&e, NULL);
+	cr_assert_eq(lism(&e, "unload"), 0);
+	netns_switch(env_netns(&e, "lowat"));
+	f = fopen("/proc/sys/net/ipv4/tcp_notsent_lowat", "w"); /* the namespace goes with the test */
+	cr_assert(f, "net.ipv4.tcp_notsent_lowat: %s", strerror(errno));
+	cr_assert_gt(fprintf(f, "16384\n"), 0);
+	cr_assert_eq(fclose(f), 0, "setting net.ipv4.tcp_notsent_lowat: %s", strerror(errno));
+	snprintf(args, sizeof(args), "load --cgroup %s", e.cgroup);
+	expect(lism_out(&e, args, out, sizeof(out)), 0, out, "net.ipv4.tcp_notsent_lowat is 16384 here");
+	netns_switch(NULL);
 }
 
 Test(cli, needs_root)
