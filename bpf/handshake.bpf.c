@@ -634,32 +634,27 @@ static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device
 {
 	struct bpf_sock *sk = s->sk;
 	__u64 key = st->token;
+	struct tcp_sock *tp;
 
 	if (!sk || bpf_sock_hash_update(s, &shortcut, &key, BPF_NOEXIST))
 		return -1;
+	tp = bpf_skc_to_tcp_sock(sk);
 	st->flags = ((d->flags & LISM_DEV_F_ALLOW_BLOCKING) ? LISM_SKF_ALLOW_BLOCKING : 0) |
 		    ((d->flags & LISM_DEV_F_NO_STREAM_DETECT) ? LISM_SKF_NO_STREAM_DETECT : 0) |
 		    (st->role == LISM_ROLE_ACTIVE || (d->flags & LISM_DEV_F_ALLOW_BLOCKING) ?
 			     LISM_SKF_MODE_KNOWN : 0);
-	if ((d->flags & LISM_DEV_F_EAGER_SENDERS) && sender_limits_small(bpf_skc_to_tcp_sock(sk))) {
-		st->sender = LISM_SND_TCP; /* not even eagerly: sender.h */
-		stat_add(LISM_S_SENDERS_SEND_LIMITS, 1);
-	} else if (d->flags & LISM_DEV_F_EAGER_SENDERS) {
-		struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
-
+	if (!(d->flags & LISM_DEV_F_EAGER_SENDERS)) {
+		st->sender = LISM_SND_WATCH;
+		start_unseen(st, tp);
+		sender_sizes_start(s, st, tp);
+		cb_flags(s, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG, 0);
+	} else if (!sender_keep_off(st, tp)) { /* small send limits: not even eagerly (sender.h) */
 		if (bpf_sock_hash_update(s, &senders, &key, BPF_NOEXIST)) {
 			bpf_map_delete_elem(&shortcut, &key);
 			return -1;
 		}
 		sender_window_begin(st, tp);
 		st->sender = LISM_SND_JOINED;
-	} else {
-		struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
-
-		st->sender = LISM_SND_WATCH;
-		start_unseen(st, tp);
-		sender_sizes_start(s, st, tp);
-		cb_flags(s, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG, 0);
 	}
 	if (st->role == LISM_ROLE_PASSIVE) /* the active end published itself at connect() */
 		set_owner(s, e, st->slot);

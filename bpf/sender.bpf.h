@@ -30,6 +30,7 @@
 #define SOL_SOCKET 1
 #define SO_SNDBUF 7
 #define SOCK_SNDBUF_LOCK 1
+#define TCP_NAGLE_CORK 2
 
 /* Members whose sends run the sk_msg program, keyed by their own token. */
 struct {
@@ -198,16 +199,37 @@ static __always_inline int sender_limits_small(struct tcp_sock *tp)
 		return 0;
 	sk = &tp->inet_conn.icsk_inet.sk;
 	lowat = tp->notsent_lowat;
-	if (!lowat)
+	if (!lowat) /* a failed read gives 0: small, TCP, the safe side */
 		lowat = BPF_CORE_READ(sk, __sk_common.skc_net.net, ipv4.sysctl_tcp_notsent_lowat);
 	return !lism_sender_limits_fit(sk->sk_userlocks & SOCK_SNDBUF_LOCK, sk->sk_sndbuf, lowat);
+}
+
+/* A member whose send limits are too small stays on TCP for good: 1 if so. */
+static __always_inline int sender_keep_off(struct lism_sk *st, struct tcp_sock *tp)
+{
+	if (!sender_limits_small(tp))
+		return 0;
+	st->sender = LISM_SND_TCP;
+	stat_add(LISM_S_SENDERS_SEND_LIMITS, 1);
+	return 1;
+}
+
+/*
+ * Whether the application holds the member's partial segments back
+ * (TCP_CORK): a join now would wait in SYNC behind them until it uncorks
+ * (sender.h).
+ */
+static __always_inline int sender_corked(struct tcp_sock *tp)
+{
+	return tp && (BPF_CORE_READ_BITFIELD(tp, nonagle) & TCP_NAGLE_CORK);
 }
 
 /*
  * Queue the member's join and start the timer.  Only while both entries
  * are confirmed: a pair its peer left (blocking, declined) would pay the
  * sk_msg send path for nothing, and only if its send limits suit the
- * data path.  0 while the pair is not confirmed yet.
+ * data path.  0 while the pair is not confirmed yet, or while the member
+ * is corked: asked again at its next packet or send.
  */
 static __always_inline int sender_enqueue(struct lism_sk *st, struct tcp_sock *tp)
 {
@@ -220,11 +242,10 @@ static __always_inline int sender_enqueue(struct lism_sk *st, struct tcp_sock *t
 	}
 	if (me->state != LISM_ST_CONFIRMED || pe->state != LISM_ST_CONFIRMED)
 		return 0;
-	if (sender_limits_small(tp)) {
-		st->sender = LISM_SND_TCP;
-		stat_add(LISM_S_SENDERS_SEND_LIMITS, 1);
+	if (sender_keep_off(st, tp))
 		return 1;
-	}
+	if (sender_corked(tp))
+		return 0;
 	/* before the push: a timer already running on another CPU may pop it at once */
 	st->sender = LISM_SND_QUEUED;
 	if (bpf_map_push_elem(&sender_queue, &token, 0)) {

@@ -307,7 +307,7 @@ static int start_sender_joins(struct lism_bpf *skel)
  */
 static void note_notsent_lowat(void)
 {
-	const unsigned long least = LISM_SENDER_MIN_SNDBUF_SEGS * (64ul << 10);
+	const unsigned long least = LISM_SENDER_MIN_SEND_LIMIT;
 	FILE *f = fopen("/proc/sys/net/ipv4/tcp_notsent_lowat", "r");
 	unsigned long lowat = ~0ul;
 

@@ -43,8 +43,9 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 		fprintf(f, "on (window %u ms, %llu connections skipped)\n", s->dev.churn_window_ms,
 			(unsigned long long)s->reasons[LISM_R_SHORT_LIVED]);
 	if (s->dev.flags & LISM_DEV_F_EAGER_SENDERS)
-		fprintf(f, "  senders: eager (every member's sends run the data path from the handshake), %u now\n",
-			s->sender_sockets);
+		fprintf(f, "  senders: eager (every member's sends run the data path from the handshake), %u now; "
+			"%llu on TCP by small send limits\n",
+			s->sender_sockets, (unsigned long long)s->stats[LISM_S_SENDERS_SEND_LIMITS]);
 	else
 		fprintf(f, "  senders: after %u data segments each way or bulk sends (timer %s), %u now; "
 			"%llu joined, %llu one-way on TCP, %llu on TCP by small send limits, %llu refused, "

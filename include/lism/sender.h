@@ -100,11 +100,16 @@
  * 1100-1400, waiting 200 ms at a time.  So a member joins only with an
  * effective limit of LISM_SENDER_MIN_SNDBUF_SEGS segments or more (the
  * default is none).  Both are read when the member would join: limits
- * shrunk later, on a sender, are not seen.  64 KiB because TCP builds segments that large (GSO) on
+ * shrunk later, on a sender, are not seen.  A cork (TCP_CORK, nginx's
+ * tcp_nopush) holds bytes back until the application uncorks: a join
+ * then would wait in SYNC behind them to the end of the response (a
+ * 256 MiB download across CPUs: all of it on TCP, 0.82 of plain TCP), so
+ * a corked member's join waits for a send or packet while uncorked.  64 KiB because TCP builds segments that large (GSO) on
  * loopback and on a veth alike, whatever the MSS; on a path without GSO
  * this keeps a few buffers on TCP that could have used the shortcut, which
  * costs nothing against TCP.  An autotuned buffer starts at twice the
- * initial window, twenty segments, and only grows.
+ * initial window, twenty segments, and grows when it fills (a
+ * net.ipv4.tcp_wmem maximum below 256 KiB would cap it: not checked).
  *
  * sockops may update a sockmap only in the ESTABLISHED callbacks, so the
  * join itself is done by a BPF timer whose callback belongs to a tc program
@@ -125,7 +130,8 @@
 #define LISM_SENDER_WINDOW_BYTES (1u << 30)
 #define LISM_SENDER_TCP_RUN_BYTES (64u << 20)
 #define LISM_SENDER_BULK_SNDBUF (208u << 10) /* SO_SNDBUF: sk_sndbuf 416 KiB (at most 2 x net.core.wmem_max) */
-#define LISM_SENDER_MIN_SNDBUF_SEGS 4 /* of 64 KiB: SO_SNDBUF of 128 KiB or more, TCP_NOTSENT_LOWAT 256 KiB */
+#define LISM_SENDER_MIN_SNDBUF_SEGS 4 /* of 64 KiB: */
+#define LISM_SENDER_MIN_SEND_LIMIT (LISM_SENDER_MIN_SNDBUF_SEGS * (64u << 10)) /* sk_sndbuf, TCP_NOTSENT_LOWAT */
 
 enum lism_sender_verdict {
 	LISM_SENDER_WAIT = 0, /* keep watching */
@@ -199,9 +205,7 @@ static inline int lism_sender_window(__u32 tcp_bytes, __u32 sc_bytes, __u32 tcp_
  */
 static inline int lism_sender_limits_fit(int locked, __u32 sndbuf, __u32 notsent_lowat)
 {
-	const __u32 least = LISM_SENDER_MIN_SNDBUF_SEGS * (64u << 10);
-
-	return (!locked || sndbuf >= least) && notsent_lowat >= least;
+	return (!locked || sndbuf >= LISM_SENDER_MIN_SEND_LIMIT) && notsent_lowat >= LISM_SENDER_MIN_SEND_LIMIT;
 }
 
 /*

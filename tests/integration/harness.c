@@ -93,7 +93,7 @@ int lism_out(const struct env *e, const char *args, char *out, size_t len)
 	return sh_out(cmd, out, len);
 }
 
-static void write_file(const char *path, const char *s)
+void write_file(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY);
 	ssize_t n;

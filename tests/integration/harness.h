@@ -49,6 +49,8 @@ void env_leave(struct env *e);
 /* Unload, remove cgroup, pins and namespaces.  Safe after a partial env_up. */
 void env_down(struct env *e);
 
+/* Write @s to the file at @path (a sysctl, a cgroup file), or fail the test. */
+void write_file(const char *path, const char *s);
 /* Run a shell command; returns its exit status (or -1). */
 int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Run a shell command capturing its standard output; returns its exit status. */

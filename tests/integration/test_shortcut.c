@@ -379,7 +379,6 @@ Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 	enum { SMALL = 100, ROUNDS = 40 };
 	int c1, s1, c2, s2, c3, s3, c4, s4, sndbuf = 64 << 10, lowat = 16 << 10;
 	struct lism_snapshot s;
-	FILE *f;
 
 	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c1, &s1);
@@ -390,14 +389,11 @@ Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 	cr_assert_eq(setsockopt(c3, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat)), 0);
 	/* a namespace whose sysctl sets the limit for every socket */
 	netns_switch(env_netns(&e, "lowat"));
-	f = fopen("/proc/sys/net/ipv4/tcp_notsent_lowat", "w"); /* the namespace goes with the test */
-	cr_assert(f, "net.ipv4.tcp_notsent_lowat: %s", strerror(errno));
-	cr_assert_gt(fprintf(f, "%d\n", lowat), 0);
-	cr_assert_eq(fclose(f), 0, "setting net.ipv4.tcp_notsent_lowat: %s", strerror(errno));
+	write_file("/proc/sys/net/ipv4/tcp_notsent_lowat", "16384"); /* the namespace goes with the test */
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c4, &s4);
 	netns_switch(NULL);
 	assert_confirmed(4);
-	cr_assert_lt(sndbuf_of(c1), LISM_SENDER_MIN_SNDBUF_SEGS * (64 << 10), "the test's buffer is not small");
+	cr_assert_lt(sndbuf_of(c1), (int)LISM_SENDER_MIN_SEND_LIMIT, "the test's buffer is not small");
 
 	bulk_sends(c1, s1, 41);
 	bulk_sends(c3, s3, 44);
@@ -425,6 +421,43 @@ Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 	close(s3);
 	close(c4);
 	close(s4);
+	assert_drained();
+}
+
+/*
+ * A writer that corks (TCP_CORK, as nginx's tcp_nopush around a
+ * sendfile() response) holds its last partial segment back until it
+ * uncorks, so a join meanwhile would wait in SYNC behind it for the whole
+ * response: its bulk sends join only once it sends uncorked (sender.h).
+ */
+Test(shortcut, a_corked_bulk_writer_joins_only_once_it_uncorks)
+{
+	enum { BULK = 128 << 10, BULKS = 2 * LISM_SENDER_SIZE_SENDS };
+	int c, sv, on = 1, off = 0;
+	struct lism_snapshot s;
+
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	cr_assert_eq(setsockopt(c, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)), 0);
+	/* the reader reads each send after the next: the cork holds back less than a segment */
+	for (int i = 0; i < BULKS; i++) {
+		cr_assert_eq(send_all(c, 46, (__u64)i * BULK, BULK), 0, "send %d", i);
+		if (i)
+			cr_assert_eq(recv_check(sv, 46, (__u64)(i - 1) * BULK, BULK, 5000), 0, "send %d", i - 1);
+	}
+	usleep(100000); /* time for a join the timer would have made */
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 0, "a corked writer joined");
+	cr_assert_eq(s.sender_sockets, 0);
+	cr_assert_eq(setsockopt(c, IPPROTO_TCP, TCP_CORK, &off, sizeof(off)), 0);
+	cr_assert_eq(recv_check(sv, 46, (__u64)(BULKS - 1) * BULK, BULK, 5000), 0, "the last corked send");
+	bulk_sends(c, sv, 47);
+	cr_assert_eq(wait_senders(&e, 1, 3000), 0, "uncorked bulk sends did not make a sender");
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 1);
+	close(c);
+	close(sv);
 	assert_drained();
 }
 
