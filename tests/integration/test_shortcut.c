@@ -651,6 +651,39 @@ Test(shortcut, eager_senders_join_at_the_handshake)
 	assert_drained();
 }
 
+/*
+ * --eager-senders still keeps off a socket with small send limits
+ * (sender.h), here a send buffer an accepted socket inherits from its
+ * listener; its peer is a sender from the handshake as always.
+ */
+Test(shortcut, eager_senders_keep_a_socket_with_small_send_limits_off)
+{
+	int port = 0, l, c, sv, small = 64 << 10;
+	struct lism_snapshot s;
+
+	up("--eager-senders");
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	cr_assert_eq(setsockopt(l, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	sv = tcp_accept(l, 1, 5000);
+	close(l);
+	assert_confirmed(1);
+	snap(&e, &s);
+	cr_assert_eq(s.sender_sockets, 1, "%u senders: the small buffer's socket joined, or its peer did not",
+		     s.sender_sockets);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_SEND_LIMITS], 1);
+	cr_assert_eq(send_all(sv, 48, 0, 10000), 0);
+	cr_assert_eq(recv_check(c, 48, 0, 10000, 5000), 0);
+	cr_assert_eq(send_all(c, 49, 0, 10000), 0);
+	cr_assert_eq(recv_check(sv, 49, 0, 10000, 5000), 0);
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 10000, "%llu bytes took the shortcut: only the client's may",
+		     (unsigned long long)s.stats[LISM_S_SC_BYTES]);
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
 /* `lism set senders` switches new connections, and leaves paired ones as they are. */
 Test(shortcut, set_senders_switches_new_connections)
 {
