@@ -185,6 +185,12 @@ static int sender_tick(void *map, __u32 *key, struct lism_sender_join *sj)
 	return 0;
 }
 
+/* Whether the socket's application set SO_SNDBUF itself (TCP then leaves the size alone). */
+static __always_inline int sndbuf_set_by_app(const struct tcp_sock *tp)
+{
+	return tp->inet_conn.icsk_inet.sk.sk_userlocks & SOCK_SNDBUF_LOCK;
+}
+
 /*
  * Whether the member's send buffer or unsent-bytes limit is too small for
  * the data path (sender.h): it stays on TCP.  The limit is the socket's
@@ -201,7 +207,7 @@ static __always_inline int sender_limits_small(struct tcp_sock *tp)
 	lowat = tp->notsent_lowat;
 	if (!lowat) /* a failed read gives 0: small, TCP, the safe side */
 		lowat = BPF_CORE_READ(sk, __sk_common.skc_net.net, ipv4.sysctl_tcp_notsent_lowat);
-	return !lism_sender_limits_fit(sk->sk_userlocks & SOCK_SNDBUF_LOCK, sk->sk_sndbuf, lowat);
+	return !lism_sender_limits_fit(sndbuf_set_by_app(tp), sk->sk_sndbuf, lowat);
 }
 
 /* A member whose send limits are too small stays on TCP for good: 1 if so. */
@@ -320,8 +326,7 @@ static __always_inline void sender_bulk_sndbuf(struct bpf_sock_ops *s, struct li
 	if (st->sender != LISM_SND_QUEUED && st->sender != LISM_SND_JOINED)
 		return; /* it stays on TCP: nothing to wait for */
 	tp = bpf_skc_to_tcp_sock(sk);
-	if (!tp || (tp->inet_conn.icsk_inet.sk.sk_userlocks & SOCK_SNDBUF_LOCK) ||
-	    tp->inet_conn.icsk_inet.sk.sk_sndbuf <= 2 * val)
+	if (!tp || sndbuf_set_by_app(tp) || tp->inet_conn.icsk_inet.sk.sk_sndbuf <= 2 * val)
 		return;
 	bpf_setsockopt(s, SOL_SOCKET, SO_SNDBUF, &val, sizeof(val));
 }

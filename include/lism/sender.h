@@ -82,8 +82,8 @@
  * autotunes that socket's send buffer.
  *
  * A send buffer its application sized below LISM_SENDER_MIN_SNDBUF_SEGS
- * segments of 64 KiB keeps its member off the data path.  Through the data path a
- * send kept on TCP is pushed by tcp_bpf_sendmsg, which, unlike
+ * segments of 64 KiB keeps its member off the data path.  Through the data
+ * path a send kept on TCP is pushed by tcp_bpf_sendmsg, which, unlike
  * tcp_sendmsg, waits for send-buffer space without first pushing what TCP
  * holds back for MSG_MORE (every chunk of a sendfile() but its last,
  * TCP_CORK).  With room for two segments the buffer fills with one
@@ -99,17 +99,20 @@
  * sendfile() writer with a 16 KiB limit ran at 16-19 MB/s against TCP's
  * 1100-1400, waiting 200 ms at a time.  So a member joins only with an
  * effective limit of LISM_SENDER_MIN_SNDBUF_SEGS segments or more (the
- * default is none).  Both are read when the member would join: limits
- * shrunk later, on a sender, are not seen.  A cork (TCP_CORK, nginx's
- * tcp_nopush) holds bytes back until the application uncorks: a join
- * then would wait in SYNC behind them to the end of the response (a
- * 256 MiB download across CPUs: all of it on TCP, 0.82 of plain TCP), so
- * a corked member's join waits for a send or packet while uncorked.  64 KiB because TCP builds segments that large (GSO) on
- * loopback and on a veth alike, whatever the MSS; on a path without GSO
+ * default is none).  64 KiB because TCP builds segments that large (GSO)
+ * on loopback and on a veth alike, whatever the MSS; on a path without GSO
  * this keeps a few buffers on TCP that could have used the shortcut, which
  * costs nothing against TCP.  An autotuned buffer starts at twice the
  * initial window, twenty segments, and grows when it fills (a
  * net.ipv4.tcp_wmem maximum below 256 KiB would cap it: not checked).
+ * Both limits are read when the member would join: limits shrunk later,
+ * on a sender, are not seen.
+ *
+ * A cork (TCP_CORK, nginx's tcp_nopush) holds bytes back until the
+ * application uncorks: a join then would wait in SYNC behind them to the
+ * end of the response (a 256 MiB download across CPUs: all of it on TCP,
+ * 0.82 of plain TCP), so a corked member's join waits for a send or packet
+ * while uncorked.
  *
  * sockops may update a sockmap only in the ESTABLISHED callbacks, so the
  * join itself is done by a BPF timer whose callback belongs to a tc program
@@ -130,7 +133,7 @@
 #define LISM_SENDER_WINDOW_BYTES (1u << 30)
 #define LISM_SENDER_TCP_RUN_BYTES (64u << 20)
 #define LISM_SENDER_BULK_SNDBUF (208u << 10) /* SO_SNDBUF: sk_sndbuf 416 KiB (at most 2 x net.core.wmem_max) */
-#define LISM_SENDER_MIN_SNDBUF_SEGS 4 /* of 64 KiB: */
+#define LISM_SENDER_MIN_SNDBUF_SEGS 4 /* segments of 64 KiB */
 #define LISM_SENDER_MIN_SEND_LIMIT (LISM_SENDER_MIN_SNDBUF_SEGS * (64u << 10)) /* sk_sndbuf, TCP_NOTSENT_LOWAT */
 
 enum lism_sender_verdict {

@@ -413,14 +413,10 @@ Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 	cr_assert_eq(s.sender_sockets, 1);
 	cr_assert_eq(sndbuf_of(c1), sndbuf_for(sndbuf), "lism changed the send buffer the application set");
 	assert_confirmed(4); /* still pairs: their peers may be sent to through the shortcut */
-	close(c1);
-	close(s1);
-	close(c2);
-	close(s2);
-	close(c3);
-	close(s3);
-	close(c4);
-	close(s4);
+	int fds[] = { c1, s1, c2, s2, c3, s3, c4, s4 };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		close(fds[i]);
 	assert_drained();
 }
 
