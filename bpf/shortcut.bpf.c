@@ -19,6 +19,7 @@
  * A sender that sends less than half through the shortcut leaves (sender.h).
  */
 #include "lism.bpf.h"
+#include "lism/rmem.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -47,6 +48,51 @@ static __always_inline __u32 shortcut_unread(__u64 addr)
 		return 0;
 	psock = bpf_rdonly_cast((void *)ud, bpf_core_type_id_kernel(struct sk_psock));
 	return psock->msg_tot_len;
+}
+
+/* Memory cgroups read on the way up from the reader's: pods sit 4-6 deep. */
+#define RMEM_MEMCG_DEPTH 8
+
+/*
+ * Whether the reader's socket memory could refuse @size bytes more: the
+ * redirect would then fail after the verdict, and the writer's send() with
+ * it (include/lism/rmem.h).  Read-mostly lines first: the reader's
+ * sk_forward_alloc, a line it writes at every receive, only when the rest
+ * says the charge could fail.
+ */
+static __always_inline int reader_memory_tight(__u64 addr, __u32 size)
+{
+	struct sock *sk = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct sock));
+	struct lism_rmem r = { .memcg_room = LISM_RMEM_NO_LIMIT };
+	struct mem_cgroup *memcg = sk->sk_memcg;
+	unsigned long *pressure;
+	unsigned long flag = 0;
+	__u64 now = 0;
+
+	for (int i = 0; i < RMEM_MEMCG_DEPTH && memcg; i++) {
+		__u64 until = memcg->socket_pressure, room;
+
+		if (memcg->tcpmem_pressure)
+			r.memcg_pressure = 1;
+		if (until) {
+			if (!now)
+				now = bpf_jiffies64();
+			if ((__s64)(now - until) < 0)
+				r.memcg_pressure = 1;
+		}
+		room = lism_rmem_room(memcg->tcpmem.usage.counter, memcg->tcpmem.max);
+		if (room < r.memcg_room)
+			r.memcg_room = room;
+		/* css is mem_cgroup's first member: the parent's css is the parent */
+		memcg = bpf_rdonly_cast(memcg->css.parent, bpf_core_type_id_kernel(struct mem_cgroup));
+	}
+	pressure = sk->__sk_common.skc_prot->memory_pressure;
+	if (pressure && !bpf_probe_read_kernel(&flag, sizeof(flag), pressure))
+		r.global_pressure = flag != 0;
+	if (!lism_rmem_tight(&r, size))
+		return 0; /* even with nothing charged ahead */
+	r.forward_alloc = sk->sk_forward_alloc;
+	return lism_rmem_tight(&r, size);
 }
 
 /*
@@ -222,6 +268,11 @@ int lism_msg(struct sk_msg_md *msg)
 	if (unread && (__u64)unread + size > pe->dmb_size) {
 		st->tx = LISM_TX_SYNC;
 		stat_add(LISM_S_DMB_FULL, 1);
+		goto tcp;
+	}
+	if (lism_rmem_worth_checking(unread, size) && reader_memory_tight(peer, size)) {
+		st->tx = LISM_TX_SYNC;
+		stat_add(LISM_S_PEER_MEM_TIGHT, 1);
 		goto tcp;
 	}
 	if (!(st->flags & LISM_SKF_NO_STREAM_DETECT) && lism_stream_note(&st->stream, unread, size)) {

@@ -110,6 +110,10 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		st[LISM_S_SYNC_HOLDS]);
 	counter(f, "lism_dmb_full_total", "Sends kept on TCP because the peer's DMB was full.",
 		st[LISM_S_DMB_FULL]);
+	counter(f, "lism_peer_memory_tight_total",
+		"Sends kept on TCP because the peer's socket memory could have refused them "
+		"(memory cgroup or TCP memory pressure, a kmem.tcp limit).",
+		st[LISM_S_PEER_MEM_TIGHT]);
 	counter(f, "lism_redirect_misses_total", "Sends whose peer was not in the shortcut map.",
 		st[LISM_S_REDIRECT_MISS]);
 	counter(f, "lism_stream_holds_total",

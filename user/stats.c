@@ -82,6 +82,7 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "paired sends over TCP", (unsigned long long)st[LISM_S_TCP_MSGS]);
 	fprintf(f, ROW, "  held for order (sync)", (unsigned long long)st[LISM_S_SYNC_HOLDS]);
 	fprintf(f, ROW, "  peer's DMB full", (unsigned long long)st[LISM_S_DMB_FULL]);
+	fprintf(f, ROW, "  peer's socket memory tight", (unsigned long long)st[LISM_S_PEER_MEM_TIGHT]);
 	fprintf(f, ROW, "  peer not in the map", (unsigned long long)st[LISM_S_REDIRECT_MISS]);
 	fprintf(f, ROW, "  streaming (TCP is faster)", (unsigned long long)st[LISM_S_STREAM_TCP]);
 	fprintf(f, ROW, "streams detected", (unsigned long long)st[LISM_S_STREAM_HOLDS]);
@@ -144,6 +145,7 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	add_u64(o, "tcp_bytes", st[LISM_S_TCP_BYTES]);
 	add_u64(o, "sync_holds", st[LISM_S_SYNC_HOLDS]);
 	add_u64(o, "dmb_full", st[LISM_S_DMB_FULL]);
+	add_u64(o, "peer_mem_tight", st[LISM_S_PEER_MEM_TIGHT]);
 	add_u64(o, "redirect_miss", st[LISM_S_REDIRECT_MISS]);
 	add_u64(o, "events_lost", st[LISM_S_EVENTS_LOST]);
 	add_u64(o, "stream_holds", st[LISM_S_STREAM_HOLDS]);

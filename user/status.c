@@ -122,6 +122,7 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	add_u64(o, "tcp_bytes", s->stats[LISM_S_TCP_BYTES]);
 	add_u64(o, "sync_holds", s->stats[LISM_S_SYNC_HOLDS]);
 	add_u64(o, "dmb_full", s->stats[LISM_S_DMB_FULL]);
+	add_u64(o, "peer_mem_tight", s->stats[LISM_S_PEER_MEM_TIGHT]);
 	add_u64(o, "redirect_miss", s->stats[LISM_S_REDIRECT_MISS]);
 	add_u64(o, "events_lost", s->stats[LISM_S_EVENTS_LOST]);
 	add_u64(o, "reaped", s->stats[LISM_S_REAPED]);

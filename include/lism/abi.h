@@ -12,7 +12,7 @@
 #include "cursor.h"
 #include "stream.h"
 
-#define LISM_LAYOUT_VERSION 9
+#define LISM_LAYOUT_VERSION 10
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -278,6 +278,7 @@ enum lism_stat {
 	LISM_S_SENDERS_LEFT,    /* senders that left both maps: a window mostly on TCP (sync-stuck), or their peer gone */
 	LISM_S_SENDER_LEAVES_REFUSED, /* leaves refused: its peer may redirect to it, or its shortcut queue held bytes */
 	LISM_S_SENDERS_SEND_LIMITS, /* joins skipped: an application's sk_sndbuf or TCP_NOTSENT_LOWAT below LISM_SENDER_MIN_SEND_LIMIT */
+	LISM_S_PEER_MEM_TIGHT,  /* sends kept on TCP because the peer's socket memory could refuse them (rmem.h) */
 	LISM_S_MAX
 };
 

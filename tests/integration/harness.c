@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <mntent.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -183,6 +184,94 @@ static void kill_stragglers(const char *cgroup)
 	}
 }
 
+/* Where the cgroup v1 memory controller is mounted (-ENOENT: not as v1). */
+static int memcg_v1_root(char *out, size_t len)
+{
+	struct mntent *m;
+	int ret = -ENOENT;
+	FILE *f = setmntent("/proc/mounts", "r");
+
+	if (!f)
+		return -errno;
+	while ((m = getmntent(f))) {
+		if (strcmp(m->mnt_type, "cgroup") || !hasmntopt(m, "memory"))
+			continue;
+		if (strlen(m->mnt_dir) < len) {
+			strcpy(out, m->mnt_dir);
+			ret = 0;
+		}
+		break;
+	}
+	endmntent(f);
+	return ret;
+}
+
+void memcg_up(struct env *e, unsigned long limit)
+{
+	const char *ci = getenv("CI");
+	char root[PATH_MAX], path[PATH_MAX + 64], val[32];
+
+	if (memcg_v1_root(root, sizeof(root)) ||
+	    (snprintf(path, sizeof(path), "%s/memory.kmem.tcp.limit_in_bytes", root), access(path, F_OK))) {
+		if (ci && !strcmp(ci, "true"))
+			cr_assert_fail("no cgroup v1 memory controller with kmem.tcp, and CI=true forbids skipping");
+		cr_skip_test("needs the cgroup v1 memory controller (memory.kmem.tcp); skipped");
+	}
+	cr_assert_lt(snprintf(e->memcg, sizeof(e->memcg), "%s/%s", root, e->name), (int)sizeof(e->memcg));
+	cr_assert_eq(mkdir(e->memcg, 0755), 0, "mkdir %s: %s", e->memcg, strerror(errno));
+	snprintf(path, sizeof(path), "%s/memory.kmem.tcp.limit_in_bytes", e->memcg);
+	snprintf(val, sizeof(val), "%lu", limit);
+	write_file(path, val);
+}
+
+void memcg_enter(struct env *e)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", e->memcg);
+	write_file(path, "0");
+}
+
+/* Back to the memory controller's root; quiet, for env_down. */
+static int memcg_root_enter(const struct env *e)
+{
+	char path[PATH_MAX + 32], *slash;
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s", e->memcg);
+	slash = strrchr(path, '/');
+	if (!slash)
+		return -1;
+	strcpy(slash, "/cgroup.procs");
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, "0", 1) == 1;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+void memcg_leave(struct env *e)
+{
+	cr_assert_eq(memcg_root_enter(e), 0, "leaving %s: %s", e->memcg, strerror(errno));
+}
+
+unsigned long long memcg_read(const struct env *e, const char *file)
+{
+	char path[PATH_MAX + 64], buf[64] = "";
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", e->memcg, file);
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	cr_assert_gt(n, 0, "read %s", path);
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10);
+}
+
 void env_down(struct env *e)
 {
 	char path[PATH_MAX + 32];
@@ -208,6 +297,14 @@ void env_down(struct env *e)
 		lism(e, "unload --timeout 2 --force");
 	lism_pins_remove(e->pin, 1);
 	rmdir(e->cgroup);
+	if (e->memcg[0]) {
+		/* its sockets are closed: their memory is uncharged, the directory can go */
+		if (memcg_root_enter(e))
+			perror("leaving the test's memory cgroup");
+		for (int i = 0; i < 100 && rmdir(e->memcg) && errno == EBUSY; i++)
+			usleep(10000);
+		e->memcg[0] = '\0';
+	}
 	e->name[0] = '\0';
 }
 
@@ -416,6 +513,8 @@ void sweep_leftovers(int pid)
 	snprintf(prefix, sizeof(prefix), "lism-t-%d-", pid);
 	sweep_dir("/sys/fs/bpf", prefix, 1);
 	if (!lism_cgroup2_mount("/proc/mounts", cgroot, sizeof(cgroot)))
+		sweep_dir(cgroot, prefix, 0);
+	if (!memcg_v1_root(cgroot, sizeof(cgroot)))
 		sweep_dir(cgroot, prefix, 0);
 	sh("for n in $(ip netns list | awk '{print $1}' | grep '^lt%d-'); do ip netns del $n; done",
 	   pid);

@@ -27,6 +27,7 @@ struct env {
 	int n_netns;
 	int entered;
 	int loaded;
+	char memcg[PATH_MAX]; /* a cgroup v1 memory cgroup of the test (memcg_up), or "" */
 };
 
 /* Skips (not root) or fails (not root under CI=true). */
@@ -48,6 +49,19 @@ void env_enter(struct env *e);
 void env_leave(struct env *e);
 /* Unload, remove cgroup, pins and namespaces.  Safe after a partial env_up. */
 void env_down(struct env *e);
+
+/*
+ * A cgroup v1 memory cgroup of the test whose TCP socket memory is limited
+ * to @limit bytes (memory.kmem.tcp.limit_in_bytes); env_down removes it.
+ * Skips the test where the memory controller is not mounted as v1 with that
+ * file (or fails it under CI=true).
+ */
+void memcg_up(struct env *e, unsigned long limit);
+/* Move this process into / out of it: sockets made or accepted inside are charged to it. */
+void memcg_enter(struct env *e);
+void memcg_leave(struct env *e);
+/* A counter of the test's memory cgroup (a file name: "memory.kmem.tcp.failcnt"). */
+unsigned long long memcg_read(const struct env *e, const char *file);
 
 /* Write @s to the file at @path (a sysctl, a cgroup file), or fail the test. */
 void write_file(const char *path, const char *s);

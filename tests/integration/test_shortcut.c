@@ -1201,8 +1201,8 @@ Test(shortcut, stalled_reader_bounds_memory)
 	mem_before = tcp_mem_bytes();
 	while (sent < limit) {
 		__u64 len;
-		ssize_t w = send(c, (const char *)pattern_span_public(5, sent, chunk, &len), len,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		const __u8 *p = pattern_span_public(5, sent, chunk, &len); /* sets len: before send() reads it */
+		ssize_t w = send(c, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (w < 0) {
 			cr_assert_eq(errno, EAGAIN, "send: %s", strerror(errno));
@@ -1228,5 +1228,55 @@ Test(shortcut, stalled_reader_bounds_memory)
 	cr_assert_eq(recv_check(sv, 5, 0, sent, 30000), 0, "bytes lost or reordered");
 	close(c);
 	close(sv);
+	assert_drained();
+}
+
+/*
+ * A reader whose socket memory would refuse a redirect gets those bytes
+ * over TCP: the writer never sees the ENOMEM of a refused redirect, which
+ * TCP never returns (include/lism/rmem.h).  The reader's end is accepted
+ * inside a memory cgroup whose TCP memory is limited to 512 KiB, far below
+ * the 4 MiB DMB, and it reads nothing until the writer has to wait.
+ */
+Test(shortcut, a_reader_short_of_socket_memory_gets_tcp_not_enomem)
+{
+	const __u64 chunk = 64u << 10, most = 64ull << 20;
+	struct lism_snapshot s;
+	int port = 0, l, c, sv;
+	__u64 sent = 0;
+
+	up(NULL);
+	memcg_up(&e, 512u << 10);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	memcg_enter(&e); /* only the reader's end is charged to it */
+	sv = tcp_accept(l, 1, 5000);
+	memcg_leave(&e);
+	assert_confirmed(1);
+	make_senders(&e, c, sv);
+	while (sent < most) {
+		__u64 len;
+		const __u8 *p = pattern_span_public(6, sent, chunk, &len); /* sets len: before send() reads it */
+		ssize_t w = send(c, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (w < 0) {
+			cr_assert_eq(errno, EAGAIN, "send after %llu bytes: %s", (unsigned long long)sent,
+				     strerror(errno));
+			break;
+		}
+		sent += w;
+	}
+	snap(&e, &s);
+	fprintf(stderr, "reader short of memory: %llu bytes until EAGAIN, %llu through the shortcut, "
+		"%llu sends kept on TCP for it, kmem.tcp failcnt %llu\n", (unsigned long long)sent,
+		(unsigned long long)s.stats[LISM_S_SC_BYTES], (unsigned long long)s.stats[LISM_S_PEER_MEM_TIGHT],
+		memcg_read(&e, "memory.kmem.tcp.failcnt"));
+	cr_assert_lt(sent, most, "the writer never had to wait");
+	cr_assert_gt(s.stats[LISM_S_SC_BYTES], 0, "nothing went through the shortcut");
+	cr_assert_gt(s.stats[LISM_S_PEER_MEM_TIGHT], 0, "the reader's memory limit was never seen");
+	cr_assert_eq(recv_check(sv, 6, 0, sent, 30000), 0, "bytes lost or reordered");
+	close(c);
+	close(sv);
+	close(l);
 	assert_drained();
 }

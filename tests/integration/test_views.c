@@ -633,6 +633,7 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	cr_assert_eq(metric(body, "lism_senders_one_way_total"), 0);
 	cr_assert_eq(metric(body, "lism_sender_join_fails_total"), 0);
 	cr_assert_eq(metric(body, "lism_senders_send_limits_total"), 0);
+	cr_assert_eq(metric(body, "lism_peer_memory_tight_total"), 0);
 	/* host-wide (the tracepoint sees every TCP socket): present, not necessarily 0 */
 	(void)metric(body, "lism_backstop_recursion_misses_total");
 

@@ -210,6 +210,8 @@ check "nginx and redis pods are up" [ "$up" = 1 ]
 
 # --- curl -> Service VIP -> nginx pod, both under lism
 c0=$(stat_of confirms) b0=$(stat_of shortcut_bytes) j0=$(stat_of senders_joined) h0=$(stat_of sync_holds)
+watch_stats="send_size_calls senders_one_way senders_send_limits sender_join_fails fallbacks"
+w0=$(for k in $watch_stats; do stat_of "$k"; done | tr '\n' ' ')
 in_cgroup "$ns_a" "${cpu_cli[@]}" curl -fsS -o "$tmp/got" http://10.96.0.10/blob
 check "curl through the Service IP: 64 MiB, sha256 equal" [ "$(sha256sum <"$tmp/got" | cut -d' ' -f1)" = "$want" ]
 c1=$(stat_of confirms) b1=$(stat_of shortcut_bytes) j1=$(stat_of senders_joined) h1=$(stat_of sync_holds)
@@ -227,6 +229,9 @@ check "that connection was confirmed (confirms $c0 -> $c1)" [ "$c1" -gt "$c0" ]
 # Service IP take the shortcut.
 check "and its response joined the senders and ran the data path ($((b1 - b0)) of $((64 << 20)) bytes through the shortcut; joined $j0 -> $j1, sends held for order $((h1 - h0)))" \
 	[ "$j1" -gt "$j0" -a $((b1 - b0 + h1 - h0)) -gt 0 ]
+# what the size watch and the join saw, for a run where it did not join
+[ "$j1" -gt "$j0" ] ||
+	echo "node-sim: $watch_stats: $w0-> $(for k in $watch_stats; do stat_of "$k"; done | tr '\n' ' ')"
 
 # --- redis clients -> Service VIP -> redis pod
 head -c $((1 << 20)) /dev/urandom | base64 -w0 >"$tmp/value"
