@@ -193,21 +193,30 @@ static __always_inline int sndbuf_set_by_app(const struct tcp_sock *tp)
 
 /*
  * Whether the member's send buffer or unsent-bytes limit is too small for
- * the data path (sender.h): it stays on TCP.  The limit is the socket's
- * TCP_NOTSENT_LOWAT, else its namespace's sysctl (tcp_notsent_lowat()).
+ * the data path (sender.h): it stays on TCP.  The buffer is what the
+ * application set, else what TCP may grow it to (its namespace's
+ * tcp_wmem[2]); the limit is the socket's TCP_NOTSENT_LOWAT, else its
+ * namespace's sysctl (tcp_notsent_lowat()).  A failed read gives 0:
+ * small, TCP, the safe side.
  */
 static __always_inline int sender_limits_small(struct tcp_sock *tp)
 {
+	int locked, wmem_max = 0;
 	struct sock *sk;
+	struct net *net;
 	__u32 lowat;
 
 	if (!tp)
 		return 0;
 	sk = &tp->inet_conn.icsk_inet.sk;
+	net = BPF_CORE_READ(sk, __sk_common.skc_net.net);
+	locked = sndbuf_set_by_app(tp);
+	if (!locked)
+		bpf_core_read(&wmem_max, sizeof(wmem_max), &net->ipv4.sysctl_tcp_wmem[2]);
 	lowat = tp->notsent_lowat;
-	if (!lowat) /* a failed read gives 0: small, TCP, the safe side */
-		lowat = BPF_CORE_READ(sk, __sk_common.skc_net.net, ipv4.sysctl_tcp_notsent_lowat);
-	return !lism_sender_limits_fit(sndbuf_set_by_app(tp), sk->sk_sndbuf, lowat);
+	if (!lowat)
+		lowat = BPF_CORE_READ(net, ipv4.sysctl_tcp_notsent_lowat);
+	return !lism_sender_limits_fit(locked, sk->sk_sndbuf, wmem_max > 0 ? (__u32)wmem_max : 0, lowat);
 }
 
 /* A member whose send limits are too small stays on TCP for good: 1 if so. */

@@ -301,24 +301,34 @@ static int start_sender_joins(struct lism_bpf *skel)
 }
 
 /*
- * An unsent-bytes limit below what the data path needs keeps every member
- * of its namespace off it (include/lism/sender.h): say so at load, for
- * this namespace (pods have their own).
+ * An unsent-bytes limit, or a cap on TCP's send buffers, below what the
+ * data path needs keeps every member of its namespace off it
+ * (include/lism/sender.h): say so at load, for this namespace (pods have
+ * their own).
  */
-static void note_notsent_lowat(void)
+static void note_send_limits(void)
 {
 	const unsigned long least = LISM_SENDER_MIN_SEND_LIMIT;
+	unsigned long lowat = ~0ul, wmem[3] = { 0, 0, ~0ul };
 	FILE *f = fopen("/proc/sys/net/ipv4/tcp_notsent_lowat", "r");
-	unsigned long lowat = ~0ul;
 
-	if (!f)
-		return;
-	if (fscanf(f, "%lu", &lowat) == 1 && lowat < least)
-		printf("lism: note: net.ipv4.tcp_notsent_lowat is %lu here (below %lu): the sends of sockets "
-		       "in this network namespace that set no TCP_NOTSENT_LOWAT of their own stay on TCP "
-		       "(docs/performance.md, \"Small send limits\")\n",
-		       lowat, least);
-	fclose(f);
+	if (f) {
+		if (fscanf(f, "%lu", &lowat) == 1 && lowat < least)
+			printf("lism: note: net.ipv4.tcp_notsent_lowat is %lu here (below %lu): the sends of "
+			       "sockets in this network namespace that set no TCP_NOTSENT_LOWAT of their own stay "
+			       "on TCP (docs/performance.md, \"Small send limits\")\n",
+			       lowat, least);
+		fclose(f);
+	}
+	f = fopen("/proc/sys/net/ipv4/tcp_wmem", "r");
+	if (f) {
+		if (fscanf(f, "%lu %lu %lu", &wmem[0], &wmem[1], &wmem[2]) == 3 && wmem[2] < least)
+			printf("lism: note: the net.ipv4.tcp_wmem maximum is %lu here (below %lu): the sends of "
+			       "sockets in this network namespace that set no SO_SNDBUF of their own stay on TCP "
+			       "(docs/performance.md, \"Small send limits\")\n",
+			       wmem[2], least);
+		fclose(f);
+	}
 }
 
 /*
@@ -563,7 +573,7 @@ int lism_cmd_load(const struct lism_opts *o)
 		goto cleanup;
 	printf("lism: loaded at %s, attached to cgroup %s (%u DMBs of %u KiB, %d scope entries)\n",
 	       o->pin_path, cgroup, o->max_dmbs, o->dmb_size >> 10, n_scope);
-	note_notsent_lowat();
+	note_send_limits();
 	ret = LISM_EXIT_OK;
 
 cleanup:

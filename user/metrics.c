@@ -70,7 +70,8 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 	counter(f, "lism_senders_one_way_total",
 		"Members that moved data one way only for long and stay on plain TCP.", st[LISM_S_SENDERS_ONE_WAY]);
 	counter(f, "lism_senders_send_limits_total",
-		"Members that stay on plain TCP because their send buffer (SO_SNDBUF below 128 KiB) or "
+		"Members that stay on plain TCP because their send buffer (SO_SNDBUF below 128 KiB, or a "
+		"tcp_wmem maximum below 256 KiB) or "
 		"unsent-bytes limit (TCP_NOTSENT_LOWAT or the sysctl, below 256 KiB) is too small: through "
 		"the data path such a writer waits for ACKs.",
 		st[LISM_S_SENDERS_SEND_LIMITS]);

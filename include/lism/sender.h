@@ -103,10 +103,11 @@
  * on loopback and on a veth alike, whatever the MSS; on a path without GSO
  * this keeps a few buffers on TCP that could have used the shortcut, which
  * costs nothing against TCP.  An autotuned buffer starts at twice the
- * initial window, twenty segments, and grows when it fills (a
- * net.ipv4.tcp_wmem maximum below 256 KiB would cap it: not checked).
- * Both limits are read when the member would join: limits shrunk later,
- * on a sender, are not seen.
+ * initial window, twenty segments, and grows when it fills, up to the
+ * namespace's net.ipv4.tcp_wmem maximum: a maximum below the same
+ * LISM_SENDER_MIN_SEND_LIMIT keeps the member off as well.  The limits are
+ * read when the member would join: limits shrunk later, on a sender, are
+ * not seen.
  *
  * A cork (TCP_CORK, nginx's tcp_nopush) holds bytes back until the
  * application uncorks: a join then would wait in SYNC behind them to the
@@ -203,12 +204,15 @@ static inline int lism_sender_window(__u32 tcp_bytes, __u32 sc_bytes, __u32 tcp_
 
 /*
  * Whether a member's send limits suit the data path: @sndbuf bytes of send
- * buffer (sk_sndbuf), @locked if its application set SO_SNDBUF, and
+ * buffer (sk_sndbuf) now, @locked if its application set SO_SNDBUF, else
+ * TCP may grow it up to @wmem_max (net.ipv4.tcp_wmem[2]); and
  * @notsent_lowat, its effective TCP_NOTSENT_LOWAT (UINT_MAX: none).
  */
-static inline int lism_sender_limits_fit(int locked, __u32 sndbuf, __u32 notsent_lowat)
+static inline int lism_sender_limits_fit(int locked, __u32 sndbuf, __u32 wmem_max, __u32 notsent_lowat)
 {
-	return (!locked || sndbuf >= LISM_SENDER_MIN_SEND_LIMIT) && notsent_lowat >= LISM_SENDER_MIN_SEND_LIMIT;
+	__u32 most = locked || sndbuf > wmem_max ? sndbuf : wmem_max;
+
+	return most >= LISM_SENDER_MIN_SEND_LIMIT && notsent_lowat >= LISM_SENDER_MIN_SEND_LIMIT;
 }
 
 /*

@@ -81,10 +81,10 @@ Test(cli, load_refuses_what_it_cannot_use)
 }
 
 /*
- * A namespace whose net.ipv4.tcp_notsent_lowat keeps its sockets' sends on
- * TCP (include/lism/sender.h) is named at load.
+ * A namespace whose net.ipv4.tcp_notsent_lowat, or tcp_wmem maximum, keeps
+ * its sockets' sends on TCP (include/lism/sender.h) is named at load.
  */
-Test(cli, load_notes_an_unsent_limit_that_keeps_sends_on_tcp)
+Test(cli, load_notes_send_limits_that_keep_sends_on_tcp)
 {
 	char out[4096], args[PATH_MAX + 64];
 
@@ -95,11 +95,17 @@ Test(cli, load_notes_an_unsent_limit_that_keeps_sends_on_tcp)
 	write_file("/proc/sys/net/ipv4/tcp_notsent_lowat", "16384"); /* the namespace goes with the test */
 	snprintf(args, sizeof(args), "load --cgroup %s", e.cgroup);
 	expect(lism_out(&e, args, out, sizeof(out)), 0, out, "net.ipv4.tcp_notsent_lowat is 16384 here");
+	cr_assert_null(strstr(out, "tcp_wmem"), "a note for the default tcp_wmem: %s", out);
+	cr_assert_eq(lism(&e, "unload"), 0);
+	netns_switch(env_netns(&e, "wmem"));
+	write_file("/proc/sys/net/ipv4/tcp_wmem", "4096 16384 131072");
+	expect(lism_out(&e, args, out, sizeof(out)), 0, out, "net.ipv4.tcp_wmem maximum is 131072 here");
 	cr_assert_eq(lism(&e, "unload"), 0);
 	/* a namespace with the kernel's default (no limit) gets no note */
 	netns_switch(env_netns(&e, "nolimit"));
 	expect(lism_out(&e, args, out, sizeof(out)), 0, out, "lism: loaded at");
 	cr_assert_null(strstr(out, "tcp_notsent_lowat"), "a note without a limit: %s", out);
+	cr_assert_null(strstr(out, "tcp_wmem"), "a note without a limit: %s", out);
 	netns_switch(NULL);
 }
 

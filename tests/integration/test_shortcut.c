@@ -368,8 +368,9 @@ static void bulk_sends(int c, int sv, int seed)
 
 /*
  * A member whose send buffer holds fewer than LISM_SENDER_MIN_SNDBUF_SEGS
- * segments, or whose unsent-bytes limit (TCP_NOTSENT_LOWAT, or its
- * namespace's sysctl) is below that, never runs the data path (sender.h:
+ * segments (SO_SNDBUF, or its namespace's tcp_wmem maximum), or whose
+ * unsent-bytes limit (TCP_NOTSENT_LOWAT, or its namespace's sysctl) is
+ * below that, never runs the data path (sender.h:
  * through it such a writer waits for ACKs that may not come soon), whether
  * it would join by bulk sends or because data went both ways; its peer
  * still joins.
@@ -377,7 +378,7 @@ static void bulk_sends(int c, int sv, int seed)
 Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 {
 	enum { SMALL = 100, ROUNDS = 40 };
-	int c1, s1, c2, s2, c3, s3, c4, s4, sndbuf = 64 << 10, lowat = 16 << 10;
+	int c1, s1, c2, s2, c3, s3, c4, s4, c5, s5, sndbuf = 64 << 10, lowat = 16 << 10;
 	struct lism_snapshot s;
 
 	up(NULL);
@@ -391,13 +392,18 @@ Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 	netns_switch(env_netns(&e, "lowat"));
 	write_file("/proc/sys/net/ipv4/tcp_notsent_lowat", "16384"); /* the namespace goes with the test */
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c4, &s4);
+	/* and one whose sysctl caps what TCP's autotuning may grow a send buffer to */
+	netns_switch(env_netns(&e, "wmem"));
+	write_file("/proc/sys/net/ipv4/tcp_wmem", "4096 16384 131072");
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c5, &s5);
 	netns_switch(NULL);
-	assert_confirmed(4);
+	assert_confirmed(5);
 	cr_assert_lt(sndbuf_of(c1), (int)LISM_SENDER_MIN_SEND_LIMIT, "the test's buffer is not small");
 
 	bulk_sends(c1, s1, 41);
 	bulk_sends(c3, s3, 44);
 	bulk_sends(c4, s4, 45);
+	bulk_sends(c5, s5, 46);
 	/* request/response: data goes both ways, s2 joins, c2 would too */
 	for (int i = 0; i < ROUNDS; i++) {
 		cr_assert_eq(send_all(c2, 42, (__u64)i * SMALL, SMALL), 0);
@@ -407,13 +413,13 @@ Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 	}
 	cr_assert_eq(wait_senders(&e, 1, 3000), 0, "the peer with TCP's own limits did not join");
 	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_SENDERS_SEND_LIMITS], 4, "joins skipped for small send limits: %llu of 4",
+	cr_assert_eq(s.stats[LISM_S_SENDERS_SEND_LIMITS], 5, "joins skipped for small send limits: %llu of 5",
 		     (unsigned long long)s.stats[LISM_S_SENDERS_SEND_LIMITS]);
 	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 1, "a writer with small send limits joined");
 	cr_assert_eq(s.sender_sockets, 1);
 	cr_assert_eq(sndbuf_of(c1), sndbuf_for(sndbuf), "lism changed the send buffer the application set");
-	assert_confirmed(4); /* still pairs: their peers may be sent to through the shortcut */
-	int fds[] = { c1, s1, c2, s2, c3, s3, c4, s4 };
+	assert_confirmed(5); /* still pairs: their peers may be sent to through the shortcut */
+	int fds[] = { c1, s1, c2, s2, c3, s3, c4, s4, c5, s5 };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		close(fds[i]);

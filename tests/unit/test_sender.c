@@ -113,15 +113,21 @@ Test(sender, a_window_mostly_on_tcp_that_tcp_still_has_leaves)
 /* Small send limits keep a member off the data path (include/lism/sender.h). */
 Test(sender, a_socket_with_small_send_limits_stays_on_tcp)
 {
-	const __u32 none = ~0u;
+	const __u32 none = ~0u, wmem = 4 << 20; /* net.ipv4.tcp_wmem[2]'s default */
 
 	/* sk_sndbuf is twice what the application asked for */
-	cr_assert(!lism_sender_limits_fit(1, 2 * (64 << 10), none), "nginx sndbuf=64k: two segments");
-	cr_assert(!lism_sender_limits_fit(1, 2 * (128 << 10) - 1, none));
-	cr_assert(lism_sender_limits_fit(1, 2 * (128 << 10), none), "sndbuf=128k ran at TCP's speed");
-	cr_assert(lism_sender_limits_fit(0, 16 << 10, none), "TCP's own buffer grows as it needs");
-	cr_assert(lism_sender_limits_fit(1, 2 * LISM_SENDER_BULK_SNDBUF, none), "lism's own clamp fits");
-	cr_assert(!lism_sender_limits_fit(0, 4 << 20, 16 << 10), "TCP_NOTSENT_LOWAT 16 KiB");
-	cr_assert(!lism_sender_limits_fit(0, 4 << 20, (256 << 10) - 1));
-	cr_assert(lism_sender_limits_fit(0, 4 << 20, 256 << 10));
+	cr_assert(!lism_sender_limits_fit(1, 2 * (64 << 10), wmem, none), "nginx sndbuf=64k: two segments");
+	cr_assert(!lism_sender_limits_fit(1, 2 * (128 << 10) - 1, wmem, none));
+	cr_assert(lism_sender_limits_fit(1, 2 * (128 << 10), wmem, none), "sndbuf=128k ran at TCP's speed");
+	cr_assert(lism_sender_limits_fit(0, 16 << 10, wmem, none), "TCP's own buffer grows as it needs");
+	cr_assert(lism_sender_limits_fit(1, 2 * LISM_SENDER_BULK_SNDBUF, wmem, none), "lism's own clamp fits");
+	cr_assert(!lism_sender_limits_fit(0, 4 << 20, wmem, 16 << 10), "TCP_NOTSENT_LOWAT 16 KiB");
+	cr_assert(!lism_sender_limits_fit(0, 4 << 20, wmem, (256 << 10) - 1));
+	cr_assert(lism_sender_limits_fit(0, 4 << 20, wmem, 256 << 10));
+	/* TCP's own buffer grows only up to the namespace's tcp_wmem maximum */
+	cr_assert(!lism_sender_limits_fit(0, 16 << 10, 128 << 10, none), "tcp_wmem max 128 KiB");
+	cr_assert(!lism_sender_limits_fit(0, 16 << 10, 0, none), "a failed read: the safe side");
+	cr_assert(lism_sender_limits_fit(0, 16 << 10, 256 << 10, none));
+	cr_assert(lism_sender_limits_fit(0, 1 << 20, 128 << 10, none), "grown before the sysctl was lowered");
+	cr_assert(lism_sender_limits_fit(1, 1 << 20, 128 << 10, none), "the application's own size decides");
 }
