@@ -17,8 +17,9 @@
  *    nothing more;
  *  - a memory cgroup under socket pressure: v1 sets tcpmem_pressure at its
  *    first failed charge; v2 sets socket_pressure (a time, in jiffies) when
- *    reclaim struggles, and under it the kernel refuses receive charges
- *    beyond the socket's minimum;
+ *    reclaim struggles, and under it, once TCP as a whole holds more than
+ *    net.ipv4.tcp_mem[0], the kernel refuses receive charges beyond the
+ *    socket's minimum (and TCP itself shrinks its windows);
  *  - a cgroup v1 kmem.tcp limit, of its cgroup or an ancestor, that the
  *    pages would exceed;
  *  - TCP's own memory pressure (net.ipv4.tcp_mem[1] exceeded), under
