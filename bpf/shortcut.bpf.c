@@ -37,10 +37,15 @@ static __always_inline struct tcp_sock *tcp_view(__u64 addr)
 	return bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct tcp_sock));
 }
 
+static __always_inline struct sock *sock_view(__u64 addr)
+{
+	return bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct sock));
+}
+
 /* Bytes sitting unread in the socket's shortcut receive queue (its DMB). */
 static __always_inline __u32 shortcut_unread(__u64 addr)
 {
-	struct sock *sk = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct sock));
+	struct sock *sk = sock_view(addr);
 	__u64 ud = (__u64)sk->sk_user_data & ~SK_USER_DATA_FLAGS;
 	struct sk_psock *psock;
 
@@ -50,41 +55,38 @@ static __always_inline __u32 shortcut_unread(__u64 addr)
 	return psock->msg_tot_len;
 }
 
-/* Memory cgroups read on the way up from the reader's: pods sit 4-6 deep. */
+/* Memory cgroups read on the way up: the reader's own and up to 7 ancestors (pods sit 4-6 deep). */
 #define RMEM_MEMCG_DEPTH 8
 
 /*
  * Whether the reader's socket memory could refuse @size bytes more: the
  * redirect would then fail after the verdict, and the writer's send() with
- * it (include/lism/rmem.h).  Read-mostly lines first: the reader's
- * sk_forward_alloc, a line it writes at every receive, only when the rest
- * says the charge could fail.
+ * it (include/lism/rmem.h).  Read-mostly lines first; the reader's
+ * sk_forward_alloc and sk_rmem_alloc, lines it writes at every receive,
+ * only when the rest says the charge could fail.
  */
 static __always_inline int reader_memory_tight(__u64 addr, __u32 size)
 {
-	struct sock *sk = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct sock));
+	struct sock *sk = sock_view(addr);
 	struct lism_rmem r = { .memcg_room = LISM_RMEM_NO_LIMIT };
 	struct mem_cgroup *memcg = sk->sk_memcg;
 	unsigned long *pressure;
 	unsigned long flag = 0;
-	__u64 now = 0;
 
-	for (int i = 0; i < RMEM_MEMCG_DEPTH && memcg; i++) {
-		__u64 until = memcg->socket_pressure, room;
+	/*
+	 * cgroup v1 kmem.tcp limits: a v1 memory cgroup gives its sockets a
+	 * memcg only while such a limit is set (tcpmem_active), and kernels
+	 * built without CONFIG_MEMCG_V1 have none of these fields.
+	 */
+	if (bpf_core_field_exists(memcg->tcpmem) && memcg && memcg->tcpmem_active) {
+		for (int i = 0; i < RMEM_MEMCG_DEPTH && memcg; i++) {
+			__u64 room = lism_rmem_room(memcg->tcpmem.usage.counter, memcg->tcpmem.max);
 
-		if (memcg->tcpmem_pressure)
-			r.memcg_pressure = 1;
-		if (until) {
-			if (!now)
-				now = bpf_jiffies64();
-			if ((__s64)(now - until) < 0)
-				r.memcg_pressure = 1;
+			if (room < r.memcg_room)
+				r.memcg_room = room;
+			/* css is mem_cgroup's first member: the parent's css is the parent */
+			memcg = bpf_rdonly_cast(memcg->css.parent, bpf_core_type_id_kernel(struct mem_cgroup));
 		}
-		room = lism_rmem_room(memcg->tcpmem.usage.counter, memcg->tcpmem.max);
-		if (room < r.memcg_room)
-			r.memcg_room = room;
-		/* css is mem_cgroup's first member: the parent's css is the parent */
-		memcg = bpf_rdonly_cast(memcg->css.parent, bpf_core_type_id_kernel(struct mem_cgroup));
 	}
 	pressure = sk->__sk_common.skc_prot->memory_pressure;
 	if (pressure && !bpf_probe_read_kernel(&flag, sizeof(flag), pressure))
@@ -92,6 +94,8 @@ static __always_inline int reader_memory_tight(__u64 addr, __u32 size)
 	if (!lism_rmem_tight(&r, size))
 		return 0; /* even with nothing charged ahead */
 	r.forward_alloc = sk->sk_forward_alloc;
+	r.rmem_alloc = sk->sk_backlog.rmem_alloc.counter;
+	r.rmem_min = sk->__sk_common.skc_net.net->ipv4.sysctl_tcp_rmem[0];
 	return lism_rmem_tight(&r, size);
 }
 
@@ -103,7 +107,7 @@ static __always_inline int reader_memory_tight(__u64 addr, __u32 size)
  */
 static __always_inline int nonblocking_reader(__u64 addr)
 {
-	struct sock *sk = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct sock));
+	struct sock *sk = sock_view(addr);
 	struct socket *so = sk->sk_socket;
 	struct file *f;
 

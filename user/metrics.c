@@ -113,7 +113,7 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		st[LISM_S_DMB_FULL]);
 	counter(f, "lism_peer_memory_tight_total",
 		"Sends kept on TCP because the peer's socket memory could have refused them "
-		"(memory cgroup or TCP memory pressure, a kmem.tcp limit).",
+		"(no room under a cgroup v1 kmem.tcp limit, or TCP memory pressure).",
 		st[LISM_S_PEER_MEM_TIGHT]);
 	counter(f, "lism_redirect_misses_total", "Sends whose peer was not in the shortcut map.",
 		st[LISM_S_REDIRECT_MISS]);

@@ -6,35 +6,34 @@
  * the reader's socket memory only then (__sk_rmem_schedule), after the
  * verdict.  When the charge fails, the kernel frees the message and the
  * writer's send() returns what it moved before, or ENOMEM: an error TCP
- * never gives for the peer's lack of memory (TCP queues the segment, or
- * drops it and sends it again).  Measured: a reader in a memory cgroup
- * (v1) with a 512 KiB kmem.tcp limit, a writer through the shortcut got
- * ENOMEM from 2 of its sends (docs/semantics.md).
+ * never gives for the peer's lack of memory (TCP closes the window, or
+ * drops the segment and sends it again).  Measured: a reader in a memory
+ * cgroup (v1) with a 512 KiB kmem.tcp limit, a writer through the shortcut
+ * got ENOMEM from 2 of its sends (docs/semantics.md).
  *
- * So the data path reads what the charge would read and sends to TCP when
- * it would fail, as it does when the DMB is full:
- *  - bytes the reader's socket has charged already (sk_forward_alloc) need
- *    nothing more;
- *  - a memory cgroup under socket pressure: v1 sets tcpmem_pressure at its
- *    first failed charge; v2 sets socket_pressure (a time, in jiffies) when
- *    reclaim struggles, and under it, once TCP as a whole holds more than
- *    net.ipv4.tcp_mem[0], the kernel refuses receive charges beyond the
- *    socket's minimum (and TCP itself shrinks its windows);
- *  - a cgroup v1 kmem.tcp limit, of its cgroup or an ancestor, that the
- *    pages would exceed;
- *  - TCP's own memory pressure (net.ipv4.tcp_mem[1] exceeded), under
- *    which the kernel refuses charges to sockets above their share.
- * The charge itself comes later, and other sockets charge meanwhile: a
- * race the verdict cannot close, which leaves such failures rare instead
- * of impossible.
+ * So the data path reads what could refuse the charge, and sends to TCP
+ * when it could, as it does when the DMB is full
+ * (__sk_mem_raise_allocated()):
+ *  - the memory cgroup's charge: under cgroup v1 the kmem.tcp limit of the
+ *    reader's cgroup or an ancestor, in pages.  Under v2 the charge goes
+ *    against memory.max, where it reclaims and OOM-kills before it fails:
+ *    not read.  Memory-cgroup socket pressure refuses nothing (it shrinks
+ *    TCP's windows): not read either;
+ *  - TCP's own memory pressure (net.ipv4.tcp_mem[1] exceeded): then the
+ *    kernel refuses a socket holding tcp_rmem[0] or more that is above its
+ *    share (the share is not modelled: any such socket counts as refused).
+ * Bytes the socket has charged already (sk_forward_alloc) need nothing.
+ * Not modelled: TCP's hard limit (tcp_mem[2]), where TCP itself drops; and
+ * the charge comes after the verdict, so other sockets charging in between
+ * can still make it fail -- rare instead of impossible.
  *
- * The reads cost ~150-250 ns per send (the reader's lines, a helper call):
- * as much again as the rest of the data path on a ping-pong.  So a send
- * below LISM_RMEM_CHECK_SIZE into an empty queue is not checked.  Pressure
- * never refuses it (the kernel lets a socket holding less than tcp_rmem[0]
- * charge in any case); only a memory cgroup that other sockets filled to
- * its limit, or TCP's hard limit (tcp_mem[2]) reached, could, and there
- * TCP itself drops segments.  Request/response pays nothing.
+ * The reads cost 150-250 ns per send (the reader's lines, a helper call),
+ * a third to a half again of the data path on a ping-pong.  So a send below
+ * LISM_RMEM_CHECK_SIZE into an empty queue is not checked: its first bytes
+ * are below tcp_rmem[0], which pressure never refuses; if a later part of
+ * it is refused, the verdict runs again on the rest, with bytes queued, and
+ * is checked then.  Only a memory cgroup that other sockets filled to its
+ * limit could refuse the first part.  Request/response pays nothing.
  */
 #ifndef LISM_RMEM_H
 #define LISM_RMEM_H
@@ -46,9 +45,9 @@
 
 struct lism_rmem {
 	__s32 forward_alloc;   /* the reader's sk_forward_alloc: charged, not used yet */
-	__u8 memcg_pressure;   /* its memory cgroup (or an ancestor) is under socket pressure */
-	__u8 global_pressure;  /* TCP's memory pressure (tcp_memory_pressure) */
-	__u16 pad;
+	__s32 rmem_alloc;      /* the reader's sk_rmem_alloc: bytes it holds */
+	__s32 rmem_min;        /* its namespace's tcp_rmem[0]: pressure lets a socket holding less charge */
+	__u32 global_pressure; /* TCP's memory pressure (tcp_memory_pressure) */
 	__u64 memcg_room;      /* v1: pages left under the tightest kmem.tcp limit on its way up */
 };
 
@@ -76,16 +75,20 @@ static inline __u32 lism_rmem_pages(__u32 size, __s32 forward_alloc)
 	return (__u32)((delta + (1 << LISM_RMEM_PAGE_SHIFT) - 1) >> LISM_RMEM_PAGE_SHIFT);
 }
 
-/* Whether charging @size more bytes to the reader could fail: 1 sends it to TCP. */
+/*
+ * Whether charging @size more bytes to the reader could fail: 1 sends it to
+ * TCP.  With forward_alloc, rmem_alloc and rmem_min left 0 (not read yet)
+ * the answer errs on the tight side.
+ */
 static inline int lism_rmem_tight(const struct lism_rmem *r, __u32 size)
 {
 	__u32 pages = lism_rmem_pages(size, r->forward_alloc);
 
 	if (!pages)
 		return 0;
-	if (r->memcg_pressure || r->global_pressure)
+	if (pages > r->memcg_room)
 		return 1;
-	return pages > r->memcg_room;
+	return r->global_pressure && r->rmem_alloc >= r->rmem_min;
 }
 
 #endif

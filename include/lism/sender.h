@@ -210,7 +210,7 @@ static inline int lism_sender_window(__u32 tcp_bytes, __u32 sc_bytes, __u32 tcp_
  */
 static inline int lism_sender_limits_fit(int locked, __u32 sndbuf, __u32 wmem_max, __u32 notsent_lowat)
 {
-	__u32 most = locked || sndbuf > wmem_max ? sndbuf : wmem_max;
+	__u32 most = (locked || sndbuf > wmem_max) ? sndbuf : wmem_max;
 
 	return most >= LISM_SENDER_MIN_SEND_LIMIT && notsent_lowat >= LISM_SENDER_MIN_SEND_LIMIT;
 }

@@ -226,34 +226,60 @@ void memcg_up(struct env *e, unsigned long limit)
 
 void memcg_enter(struct env *e)
 {
-	char path[PATH_MAX + 32];
+	char path[PATH_MAX + 32], line[PATH_MAX], *slash;
+	FILE *f = fopen("/proc/self/cgroup", "r");
 
+	/* where to come back to: this process's memory cgroup, under the v1 mount */
+	cr_assert_not_null(f, "/proc/self/cgroup: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, ":memory:");
+
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		snprintf(e->memcg_home, sizeof(e->memcg_home), "%s", e->memcg);
+		slash = strrchr(e->memcg_home, '/');
+		cr_assert_not_null(slash);
+		/* the mount is memcg's parent; p + 8 starts with '/' */
+		snprintf(slash, sizeof(e->memcg_home) - (size_t)(slash - e->memcg_home), "%s",
+			 strcmp(p + 8, "/") ? p + 8 : "");
+		break;
+	}
+	fclose(f);
+	cr_assert(e->memcg_home[0], "no memory line in /proc/self/cgroup");
 	snprintf(path, sizeof(path), "%s/cgroup.procs", e->memcg);
 	write_file(path, "0");
 }
 
-/* Back to the memory controller's root; quiet, for env_down. */
-static int memcg_root_enter(const struct env *e)
+/* Back to the memory cgroup this process came from (or the controller's root); quiet, for env_down. */
+static int memcg_go_home(const struct env *e)
 {
 	char path[PATH_MAX + 32], *slash;
-	int fd, ok;
+	int fd, ok, err;
 
-	snprintf(path, sizeof(path), "%s", e->memcg);
-	slash = strrchr(path, '/');
-	if (!slash)
-		return -1;
-	strcpy(slash, "/cgroup.procs");
+	if (e->memcg_home[0]) {
+		snprintf(path, sizeof(path), "%s/cgroup.procs", e->memcg_home);
+	} else {
+		snprintf(path, sizeof(path), "%s", e->memcg);
+		slash = strrchr(path, '/');
+		if (!slash)
+			return -EINVAL;
+		strcpy(slash, "/cgroup.procs");
+	}
 	fd = open(path, O_WRONLY);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	ok = write(fd, "0", 1) == 1;
+	err = errno;
 	close(fd);
-	return ok ? 0 : -1;
+	return ok ? 0 : -err;
 }
 
 void memcg_leave(struct env *e)
 {
-	cr_assert_eq(memcg_root_enter(e), 0, "leaving %s: %s", e->memcg, strerror(errno));
+	int err = memcg_go_home(e);
+
+	cr_assert_eq(err, 0, "leaving %s: %s", e->memcg, strerror(-err));
 }
 
 unsigned long long memcg_read(const struct env *e, const char *file)
@@ -279,6 +305,8 @@ void env_down(struct env *e)
 	if (!e->name[0])
 		return;
 	netns_switch(NULL);
+	if (e->memcg[0] && memcg_go_home(e))
+		perror("leaving the test's memory cgroup"); /* first: what follows is not charged to it */
 	if (e->entered) {
 		snprintf(path, sizeof(path), "%s/cgroup.procs", e->cgroot);
 		int fd = open(path, O_WRONLY);
@@ -298,12 +326,10 @@ void env_down(struct env *e)
 	lism_pins_remove(e->pin, 1);
 	rmdir(e->cgroup);
 	if (e->memcg[0]) {
-		/* its sockets are closed: their memory is uncharged, the directory can go */
-		if (memcg_root_enter(e))
-			perror("leaving the test's memory cgroup");
+		/* v1 removes a memory cgroup without tasks even while sockets still hold charges */
 		for (int i = 0; i < 100 && rmdir(e->memcg) && errno == EBUSY; i++)
 			usleep(10000);
-		e->memcg[0] = '\0';
+		e->memcg[0] = e->memcg_home[0] = '\0';
 	}
 	e->name[0] = '\0';
 }

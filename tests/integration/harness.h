@@ -28,6 +28,7 @@ struct env {
 	int entered;
 	int loaded;
 	char memcg[PATH_MAX]; /* a cgroup v1 memory cgroup of the test (memcg_up), or "" */
+	char memcg_home[PATH_MAX]; /* the memory cgroup this process came from (memcg_enter), or "" */
 };
 
 /* Skips (not root) or fails (not root under CI=true). */
@@ -57,7 +58,7 @@ void env_down(struct env *e);
  * file (or fails it under CI=true).
  */
 void memcg_up(struct env *e, unsigned long limit);
-/* Move this process into / out of it: sockets made or accepted inside are charged to it. */
+/* Move this process into it and back where it was: sockets made or accepted inside are charged to it. */
 void memcg_enter(struct env *e);
 void memcg_leave(struct env *e);
 /* A counter of the test's memory cgroup (a file name: "memory.kmem.tcp.failcnt"). */

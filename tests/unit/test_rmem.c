@@ -27,17 +27,22 @@ Test(rmem, without_pressure_or_limit_nothing_is_tight)
 	cr_assert(!lism_rmem_tight(&r, 64u << 20));
 }
 
-Test(rmem, pressure_makes_a_charge_tight_unless_the_socket_holds_it_already)
+Test(rmem, tcp_memory_pressure_refuses_a_socket_holding_its_minimum_or_more)
 {
 	struct lism_rmem r = roomy();
 
 	r.global_pressure = 1;
-	cr_assert(lism_rmem_tight(&r, PAGE + 1), "TCP's memory pressure");
+	cr_assert(lism_rmem_tight(&r, PAGE + 1), "not read yet: the tight side");
+	r.rmem_min = 4096;
+	r.rmem_alloc = 4095;
+	cr_assert(!lism_rmem_tight(&r, 64u << 10), "below tcp_rmem[0] the kernel lets it charge");
+	r.rmem_alloc = 4096;
+	cr_assert(lism_rmem_tight(&r, PAGE + 1));
 	r.forward_alloc = 2 * PAGE;
 	cr_assert(!lism_rmem_tight(&r, PAGE + 1), "what the socket holds cannot be refused");
 	r = roomy();
-	r.memcg_pressure = 1;
-	cr_assert(lism_rmem_tight(&r, 1), "the memory cgroup's socket pressure");
+	r.rmem_alloc = 1 << 20;
+	cr_assert(!lism_rmem_tight(&r, 1 << 20), "without pressure a full socket still charges");
 }
 
 Test(rmem, a_kmem_tcp_limit_is_tight_once_the_pages_exceed_its_room)
