@@ -218,7 +218,7 @@ c1=$(stat_of confirms) b1=$(stat_of shortcut_bytes) j1=$(stat_of senders_joined)
 check "that connection was confirmed (confirms $c0 -> $c1)" [ "$c1" -gt "$c0" ]
 # nginx sends the file with sendfile() (as Debian's and the nginx image's
 # configs do), 64 KiB at a time: bulk sends, so the response's socket
-# becomes a sender after its first 8 (sender.h; with sendfile off nginx
+# becomes a sender after its first 16 (sender.h; with sendfile off nginx
 # writes 32 KiB, which stays on TCP, where it runs faster).  Its sends then
 # wait until curl has read what went over TCP before (SYNC).  How much
 # takes the shortcut after that is the scheduler's call, even on two CPUs:

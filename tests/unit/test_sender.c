@@ -66,6 +66,30 @@ Test(sender, bulk_sends_join_small_ones_stop_the_size_watch)
 	cr_assert_eq(lism_sender_sizes(n, (__u64)n * 100), LISM_SENDER_STOP, "a small-message stream");
 }
 
+/*
+ * sendfile() over a veth, as traced: the headers, then 64 KiB chunks, some
+ * cut in two while the send buffer was still small (include/lism/sender.h).
+ */
+Test(sender, a_sendfile_download_whose_buffer_cuts_chunks_still_joins)
+{
+	static const __u32 sizes[] = { 248,   65536, 47784, 17752, 65536, 29112, 36424, 65536,
+				       65536, 65536, 65536, 65536, 65536, 65536, 65536, 65536 };
+	__u64 bulk = 0;
+	__u32 n = 0;
+	int d = LISM_SENDER_WAIT;
+
+	for (; n < sizeof(sizes) / sizeof(sizes[0]) && d == LISM_SENDER_WAIT; n++) {
+		bulk += lism_sender_bulk_part(sizes[n]);
+		d = lism_sender_sizes(n + 1, bulk);
+	}
+	cr_assert_eq(d, LISM_SENDER_JOIN, "after %u sends: %s", n, d == LISM_SENDER_STOP ? "stopped" : "waits");
+	/* the first 8 alone: 3 of them 64 KiB */
+	bulk = 0;
+	for (n = 0; n < 8; n++)
+		bulk += lism_sender_bulk_part(sizes[n]);
+	cr_assert_lt(bulk, 8ull * LISM_SENDER_BULK_BYTES, "8 sends would not have told");
+}
+
 /* Only sends the shortcut wins count as bulk: 64 KiB and more (include/lism/sender.h). */
 Test(sender, only_sends_of_64_kib_or_more_are_bulk)
 {
