@@ -78,7 +78,8 @@ static __always_inline int reader_memory_tight(__u64 addr, __u32 size)
 	 * memcg only while such a limit is set (tcpmem_active), and kernels
 	 * built without CONFIG_MEMCG_V1 have none of these fields.
 	 */
-	if (bpf_core_field_exists(memcg->tcpmem) && memcg && memcg->tcpmem_active) {
+	if (bpf_core_field_exists(memcg->tcpmem) && bpf_core_field_exists(memcg->tcpmem_active) && memcg &&
+	    memcg->tcpmem_active) {
 		for (int i = 0; i < RMEM_MEMCG_DEPTH && memcg; i++) {
 			__u64 room = lism_rmem_room(memcg->tcpmem.usage.counter, memcg->tcpmem.max);
 
@@ -88,6 +89,9 @@ static __always_inline int reader_memory_tight(__u64 addr, __u32 size)
 			memcg = bpf_rdonly_cast(memcg->css.parent, bpf_core_type_id_kernel(struct mem_cgroup));
 		}
 	}
+	/* under a limit the pages count, and a socket in debt (negative) needs more of them */
+	if (r.memcg_room != LISM_RMEM_NO_LIMIT)
+		r.forward_alloc = sk->sk_forward_alloc;
 	pressure = sk->__sk_common.skc_prot->memory_pressure;
 	if (pressure && !bpf_probe_read_kernel(&flag, sizeof(flag), pressure))
 		r.global_pressure = flag != 0;

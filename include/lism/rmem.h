@@ -33,7 +33,8 @@
  * are below tcp_rmem[0], which pressure never refuses; if a later part of
  * it is refused, the verdict runs again on the rest, with bytes queued, and
  * is checked then.  Only a memory cgroup that other sockets filled to its
- * limit could refuse the first part.  Request/response pays nothing.
+ * limit, or TCP's hard limit (tcp_mem[2]), could refuse the first part.
+ * Request/response pays nothing.
  */
 #ifndef LISM_RMEM_H
 #define LISM_RMEM_H
@@ -77,8 +78,11 @@ static inline __u32 lism_rmem_pages(__u32 size, __s32 forward_alloc)
 
 /*
  * Whether charging @size more bytes to the reader could fail: 1 sends it to
- * TCP.  With forward_alloc, rmem_alloc and rmem_min left 0 (not read yet)
- * the answer errs on the tight side.
+ * TCP.  With rmem_alloc and rmem_min left 0 (not read yet) the answer errs
+ * on the tight side; so does forward_alloc left 0 without a kmem.tcp limit
+ * (pages then only matter for being none, and a send's are never none at
+ * 0).  Under a limit it must be the real one: a negative value needs more
+ * pages.
  */
 static inline int lism_rmem_tight(const struct lism_rmem *r, __u32 size)
 {

@@ -224,48 +224,54 @@ void memcg_up(struct env *e, unsigned long limit)
 	write_file(path, val);
 }
 
-void memcg_enter(struct env *e)
+/* The path of this process's cgroup in the v1 hierarchy that has @ctrl (co-mounted or not), or -ENOENT. */
+static int v1_cgroup_of_self(const char *ctrl, char *out, size_t len)
 {
-	char path[PATH_MAX + 32], line[PATH_MAX], *slash;
+	char line[PATH_MAX + 64];
+	int ret = -ENOENT;
 	FILE *f = fopen("/proc/self/cgroup", "r");
 
-	/* where to come back to: this process's memory cgroup, under the v1 mount */
-	cr_assert_not_null(f, "/proc/self/cgroup: %s", strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, ":memory:");
+	if (!f)
+		return -errno;
+	while (ret && fgets(line, sizeof(line), f)) {
+		/* "ID:controller[,controller...]:/path" */
+		char *ctrls = strchr(line, ':'), *path, *tok, *save = NULL;
 
-		if (!p)
+		if (!ctrls || !(path = strchr(++ctrls, ':')))
 			continue;
-		p[strcspn(p, "\n")] = '\0';
-		snprintf(e->memcg_home, sizeof(e->memcg_home), "%s", e->memcg);
-		slash = strrchr(e->memcg_home, '/');
-		cr_assert_not_null(slash);
-		/* the mount is memcg's parent; p + 8 starts with '/' */
-		snprintf(slash, sizeof(e->memcg_home) - (size_t)(slash - e->memcg_home), "%s",
-			 strcmp(p + 8, "/") ? p + 8 : "");
-		break;
+		*path++ = '\0';
+		path[strcspn(path, "\n")] = '\0';
+		for (tok = strtok_r(ctrls, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			if (!strcmp(tok, ctrl) && strlen(path) < len) {
+				strcpy(out, path);
+				ret = 0;
+			}
 	}
 	fclose(f);
-	cr_assert(e->memcg_home[0], "no memory line in /proc/self/cgroup");
+	return ret;
+}
+
+void memcg_enter(struct env *e)
+{
+	char path[PATH_MAX + 32], self[PATH_MAX], *slash;
+
+	/* where to come back to: this process's memory cgroup, under the v1 mount */
+	cr_assert_eq(v1_cgroup_of_self("memory", self, sizeof(self)), 0, "no memory line in /proc/self/cgroup");
+	snprintf(e->memcg_home, sizeof(e->memcg_home), "%s", e->memcg);
+	slash = strrchr(e->memcg_home, '/'); /* the mount is memcg's parent */
+	cr_assert_not_null(slash);
+	snprintf(slash, sizeof(e->memcg_home) - (size_t)(slash - e->memcg_home), "%s", strcmp(self, "/") ? self : "");
 	snprintf(path, sizeof(path), "%s/cgroup.procs", e->memcg);
 	write_file(path, "0");
 }
 
-/* Back to the memory cgroup this process came from (or the controller's root); quiet, for env_down. */
-static int memcg_go_home(const struct env *e)
+/* Write 0 (this process) into @dir's cgroup.procs: 0 or -errno. */
+static int cgroup_procs_self(const char *dir)
 {
-	char path[PATH_MAX + 32], *slash;
+	char path[PATH_MAX + 32];
 	int fd, ok, err;
 
-	if (e->memcg_home[0]) {
-		snprintf(path, sizeof(path), "%s/cgroup.procs", e->memcg_home);
-	} else {
-		snprintf(path, sizeof(path), "%s", e->memcg);
-		slash = strrchr(path, '/');
-		if (!slash)
-			return -EINVAL;
-		strcpy(slash, "/cgroup.procs");
-	}
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	fd = open(path, O_WRONLY);
 	if (fd < 0)
 		return -errno;
@@ -273,6 +279,28 @@ static int memcg_go_home(const struct env *e)
 	err = errno;
 	close(fd);
 	return ok ? 0 : -err;
+}
+
+/*
+ * Back to the memory cgroup this process came from; to the controller's
+ * root where that path is not under the mount (a mount of a subtree, as in
+ * a container without a cgroup namespace).  Quiet, for env_down.
+ */
+static int memcg_go_home(const struct env *e)
+{
+	char root[PATH_MAX], *slash;
+	int err = -ENOENT;
+
+	if (e->memcg_home[0])
+		err = cgroup_procs_self(e->memcg_home);
+	if (err != -ENOENT)
+		return err;
+	snprintf(root, sizeof(root), "%s", e->memcg);
+	slash = strrchr(root, '/');
+	if (!slash)
+		return -EINVAL;
+	*slash = '\0';
+	return cgroup_procs_self(root);
 }
 
 void memcg_leave(struct env *e)
@@ -300,22 +328,17 @@ unsigned long long memcg_read(const struct env *e, const char *file)
 
 void env_down(struct env *e)
 {
-	char path[PATH_MAX + 32];
+	int err;
 
 	if (!e->name[0])
 		return;
 	netns_switch(NULL);
-	if (e->memcg[0] && memcg_go_home(e))
-		perror("leaving the test's memory cgroup"); /* first: what follows is not charged to it */
+	/* first: what follows is not charged to it */
+	if (e->memcg[0] && (err = memcg_go_home(e)))
+		fprintf(stderr, "leaving the test's memory cgroup: %s\n", strerror(-err));
 	if (e->entered) {
-		snprintf(path, sizeof(path), "%s/cgroup.procs", e->cgroot);
-		int fd = open(path, O_WRONLY);
-
-		if (fd >= 0) {
-			if (write(fd, "0", 1) < 0)
-				perror("leaving the test cgroup");
-			close(fd);
-		}
+		if ((err = cgroup_procs_self(e->cgroot)))
+			fprintf(stderr, "leaving the test cgroup: %s\n", strerror(-err));
 		e->entered = 0;
 	}
 	kill_stragglers(e->cgroup);

@@ -67,8 +67,10 @@ Test(sender, bulk_sends_join_small_ones_stop_the_size_watch)
 }
 
 /*
- * sendfile() over a veth, as traced: the headers, then 64 KiB chunks, some
- * cut in two while the send buffer was still small (include/lism/sender.h).
+ * sendfile() over a veth: the headers, then 64 KiB chunks, two of them cut
+ * while the send buffer was still small, with cut sizes as traced -- one
+ * cut more than the worst traced download had in its first 8 sends
+ * (include/lism/sender.h).
  */
 Test(sender, a_sendfile_download_whose_buffer_cuts_chunks_still_joins)
 {
