@@ -300,6 +300,20 @@ static int start_sender_joins(struct lism_bpf *skel)
 	return 0;
 }
 
+/* The @idx-th number (from 0) of a sysctl of this network namespace: 0, or -1 if unreadable. */
+static int sysctl_field(const char *path, int idx, unsigned long *out)
+{
+	FILE *f = fopen(path, "r");
+	int ret = -1;
+
+	if (!f)
+		return -1;
+	for (int i = 0; i <= idx && fscanf(f, "%lu", out) == 1; i++)
+		ret = i == idx ? 0 : -1;
+	fclose(f);
+	return ret;
+}
+
 /*
  * An unsent-bytes limit, or a cap on TCP's send buffers, below what the
  * data path needs keeps every member of its namespace off it
@@ -308,27 +322,22 @@ static int start_sender_joins(struct lism_bpf *skel)
  */
 static void note_send_limits(void)
 {
+	static const struct {
+		const char *path, *name, *own;
+		int idx;
+	} limits[] = {
+		{ "/proc/sys/net/ipv4/tcp_notsent_lowat", "net.ipv4.tcp_notsent_lowat", "TCP_NOTSENT_LOWAT", 0 },
+		{ "/proc/sys/net/ipv4/tcp_wmem", "the net.ipv4.tcp_wmem maximum", "SO_SNDBUF", 2 },
+	};
 	const unsigned long least = LISM_SENDER_MIN_SEND_LIMIT;
-	unsigned long lowat = ~0ul, wmem[3] = { 0, 0, ~0ul };
-	FILE *f = fopen("/proc/sys/net/ipv4/tcp_notsent_lowat", "r");
+	unsigned long v;
 
-	if (f) {
-		if (fscanf(f, "%lu", &lowat) == 1 && lowat < least)
-			printf("lism: note: net.ipv4.tcp_notsent_lowat is %lu here (below %lu): the sends of "
-			       "sockets in this network namespace that set no TCP_NOTSENT_LOWAT of their own stay "
-			       "on TCP (docs/performance.md, \"Small send limits\")\n",
-			       lowat, least);
-		fclose(f);
-	}
-	f = fopen("/proc/sys/net/ipv4/tcp_wmem", "r");
-	if (f) {
-		if (fscanf(f, "%lu %lu %lu", &wmem[0], &wmem[1], &wmem[2]) == 3 && wmem[2] < least)
-			printf("lism: note: the net.ipv4.tcp_wmem maximum is %lu here (below %lu): the sends of "
-			       "sockets in this network namespace that set no SO_SNDBUF of their own stay on TCP "
-			       "(docs/performance.md, \"Small send limits\")\n",
-			       wmem[2], least);
-		fclose(f);
-	}
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+		if (!sysctl_field(limits[i].path, limits[i].idx, &v) && v < least)
+			printf("lism: note: %s is %lu here (below %lu): the sends of sockets in this network "
+			       "namespace that set no %s of their own stay on TCP (docs/performance.md, \"Small "
+			       "send limits\")\n",
+			       limits[i].name, v, least, limits[i].own);
 }
 
 /*

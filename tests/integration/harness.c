@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <json-c/json.h>
 
 #include "cgroup.h"
 #include "conns.h"
@@ -364,6 +365,21 @@ void snap(const struct env *e, struct lism_snapshot *s)
 	cr_assert_eq(lism_instance_open(&in, e->pin), 0, "open pins %s", e->pin);
 	cr_assert_eq(lism_snapshot_read(&in, s), 0);
 	lism_instance_close(&in);
+}
+
+__u64 stats_json_u64(const struct env *e, const char *key)
+{
+	struct json_object *j, *v;
+	char out[16384];
+	__u64 n;
+
+	cr_assert_eq(lism_out(e, "stats -j", out, sizeof(out)), 0, "%s", out);
+	j = json_tokener_parse(out);
+	cr_assert_not_null(j, "%s", out);
+	cr_assert(json_object_object_get_ex(j, key, &v), "no '%s' in lism stats -j", key);
+	n = json_object_get_uint64(v);
+	json_object_put(j);
+	return n;
 }
 
 __u32 shortcut_members(const struct env *e)

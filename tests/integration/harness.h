@@ -76,6 +76,8 @@ int lism(const struct env *e, const char *args);
 int lism_out(const struct env *e, const char *args, char *out, size_t len);
 
 void snap(const struct env *e, struct lism_snapshot *s);
+/* A top-level counter of `lism stats -j` (fails the test if it is missing). */
+__u64 stats_json_u64(const struct env *e, const char *key);
 /* Sockets in the shortcut map itself (snap's shortcut_sockets counts DMB entries instead). */
 __u32 shortcut_members(const struct env *e);
 /* Read the entry a token names (0 if absent). */

@@ -416,6 +416,7 @@ Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 	cr_assert_eq(s.stats[LISM_S_SENDERS_SEND_LIMITS], 5, "joins skipped for small send limits: %llu of 5",
 		     (unsigned long long)s.stats[LISM_S_SENDERS_SEND_LIMITS]);
 	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 1, "a writer with small send limits joined");
+	cr_assert_eq(stats_json_u64(&e, "senders_send_limits"), 5, "lism stats -j");
 	cr_assert_eq(s.sender_sockets, 1);
 	cr_assert_eq(sndbuf_of(c1), sndbuf_for(sndbuf), "lism changed the send buffer the application set");
 	assert_confirmed(5); /* still pairs: their peers may be sent to through the shortcut */
@@ -1188,12 +1189,36 @@ static long tcp_mem_bytes(void)
  * A reader that stops reading: the writer must be stopped (EAGAIN), not
  * fill kernel memory, and every byte must arrive once reading resumes.
  */
+/*
+ * Non-blocking sends of @chunk-byte spans of pattern @seed into a reader
+ * that does not read, until the first EAGAIN (any other error fails the
+ * test) or @most bytes; returns the bytes sent.
+ */
+static __u64 send_until_eagain(int c, __u32 seed, __u64 chunk, __u64 most)
+{
+	__u64 sent = 0;
+
+	while (sent < most) {
+		__u64 len;
+		const __u8 *p = pattern_span_public(seed, sent, chunk, &len); /* sets len: before send() reads it */
+		ssize_t w = send(c, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (w < 0) {
+			cr_assert_eq(errno, EAGAIN, "send after %llu bytes: %s", (unsigned long long)sent,
+				     strerror(errno));
+			break;
+		}
+		sent += w;
+	}
+	return sent;
+}
+
 Test(shortcut, stalled_reader_bounds_memory)
 {
 	const __u64 limit = 1ull << 30, chunk = 64u << 10;
 	struct lism_instance in;
 	struct lism_conn *conns;
-	__u64 sent = 0;
+	__u64 sent;
 	long mem_before, mem_stalled;
 	size_t n;
 	int c, sv;
@@ -1205,17 +1230,7 @@ Test(shortcut, stalled_reader_bounds_memory)
 	assert_confirmed(1);
 	make_senders(&e, c, sv); /* the writer's bytes go to the DMB first */
 	mem_before = tcp_mem_bytes();
-	while (sent < limit) {
-		__u64 len;
-		const __u8 *p = pattern_span_public(5, sent, chunk, &len); /* sets len: before send() reads it */
-		ssize_t w = send(c, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-
-		if (w < 0) {
-			cr_assert_eq(errno, EAGAIN, "send: %s", strerror(errno));
-			break;
-		}
-		sent += w;
-	}
+	sent = send_until_eagain(c, 5, chunk, limit);
 	cr_assert_lt(sent, limit, "1 GiB went into a reader that never reads");
 	mem_stalled = tcp_mem_bytes();
 	cr_assert_eq(lism_instance_open(&in, e.pin), 0);
@@ -1249,7 +1264,7 @@ Test(shortcut, a_reader_short_of_socket_memory_gets_tcp_not_enomem)
 	const __u64 chunk = 64u << 10, most = 64ull << 20;
 	struct lism_snapshot s;
 	int port = 0, l, c, sv;
-	__u64 sent = 0;
+	__u64 sent;
 
 	up(NULL);
 	memcg_up(&e, 512u << 10);
@@ -1260,18 +1275,7 @@ Test(shortcut, a_reader_short_of_socket_memory_gets_tcp_not_enomem)
 	memcg_leave(&e);
 	assert_confirmed(1);
 	make_senders(&e, c, sv);
-	while (sent < most) {
-		__u64 len;
-		const __u8 *p = pattern_span_public(6, sent, chunk, &len); /* sets len: before send() reads it */
-		ssize_t w = send(c, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-
-		if (w < 0) {
-			cr_assert_eq(errno, EAGAIN, "send after %llu bytes: %s", (unsigned long long)sent,
-				     strerror(errno));
-			break;
-		}
-		sent += w;
-	}
+	sent = send_until_eagain(c, 6, chunk, most); /* an ENOMEM fails here */
 	snap(&e, &s);
 	fprintf(stderr, "reader short of memory: %llu bytes until EAGAIN, %llu through the shortcut, "
 		"%llu sends kept on TCP for it, kmem.tcp failcnt %llu\n", (unsigned long long)sent,
@@ -1280,6 +1284,7 @@ Test(shortcut, a_reader_short_of_socket_memory_gets_tcp_not_enomem)
 	cr_assert_lt(sent, most, "the writer never had to wait");
 	cr_assert_gt(s.stats[LISM_S_SC_BYTES], 0, "nothing went through the shortcut");
 	cr_assert_gt(s.stats[LISM_S_PEER_MEM_TIGHT], 0, "the reader's memory limit was never seen");
+	cr_assert_eq(stats_json_u64(&e, "peer_mem_tight"), s.stats[LISM_S_PEER_MEM_TIGHT], "lism stats -j");
 	cr_assert_eq(recv_check(sv, 6, 0, sent, 30000), 0, "bytes lost or reordered");
 	close(c);
 	close(sv);
