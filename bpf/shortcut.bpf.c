@@ -55,6 +55,9 @@ static __always_inline __u32 shortcut_unread(__u64 addr)
 	return psock->msg_tot_len;
 }
 
+/* The kernel's PAGE_SHIFT (no BTF names it): set by the loader from its page size. */
+const volatile __u16 lism_page_shift = 12;
+
 /* Memory cgroups read on the way up: the reader's own and up to 7 ancestors (pods sit 4-6 deep). */
 #define RMEM_MEMCG_DEPTH 8
 
@@ -68,7 +71,7 @@ static __always_inline __u32 shortcut_unread(__u64 addr)
 static __always_inline int reader_memory_tight(__u64 addr, __u32 size)
 {
 	struct sock *sk = sock_view(addr);
-	struct lism_rmem r = { .memcg_room = LISM_RMEM_NO_LIMIT };
+	struct lism_rmem r = { .memcg_room = LISM_RMEM_NO_LIMIT, .page_shift = lism_page_shift };
 	struct mem_cgroup *memcg = sk->sk_memcg;
 	unsigned long *pressure;
 	unsigned long flag = 0;

@@ -20,6 +20,7 @@
 #include "fastpath.h"
 #include "clock.h"
 #include "loader.h"
+#include "lism/rmem.h"
 #include "lism/sender.h"
 #include "log.h"
 #include "pins.h"
@@ -279,6 +280,23 @@ static int restart_sweep(struct lism_bpf *skel)
 }
 
 /*
+ * Before load: the token table and everything indexed like it have one
+ * entry per DMB; the data path counts socket memory in the kernel's pages,
+ * whose size no BTF names (include/lism/rmem.h).
+ */
+static void configure_object(struct lism_bpf *skel, __u32 entries)
+{
+	bpf_map__set_max_entries(skel->maps.dmbs, entries);
+	bpf_map__set_max_entries(skel->maps.dmb_owner, entries);
+	bpf_map__set_max_entries(skel->maps.dmb_free, entries);
+	bpf_map__set_max_entries(skel->maps.shortcut, entries);
+	bpf_map__set_max_entries(skel->maps.senders, entries);
+	bpf_map__set_max_entries(skel->maps.sender_queue, entries);
+	bpf_map__set_max_entries(skel->maps.sender_leaves, entries);
+	skel->rodata->lism_page_shift = lism_rmem_page_shift(sysconf(_SC_PAGESIZE));
+}
+
+/*
  * The timer that makes members senders (bpf/sender.bpf.h) runs the callback
  * lism_sender_start sets; the handshake program can only start it.  At an
  * upgrade the new program's callback replaces the old one in place
@@ -378,13 +396,7 @@ static int upgrade(const struct lism_opts *o)
 		lism_err("opening the BPF object failed: %s", strerror(errno));
 		goto out;
 	}
-	bpf_map__set_max_entries(skel->maps.dmbs, d.capacity);
-	bpf_map__set_max_entries(skel->maps.dmb_owner, d.capacity);
-	bpf_map__set_max_entries(skel->maps.dmb_free, d.capacity);
-	bpf_map__set_max_entries(skel->maps.shortcut, d.capacity);
-	bpf_map__set_max_entries(skel->maps.senders, d.capacity);
-	bpf_map__set_max_entries(skel->maps.sender_queue, d.capacity);
-	bpf_map__set_max_entries(skel->maps.sender_leaves, d.capacity);
+	configure_object(skel, d.capacity);
 	bpf_object__for_each_map(map, skel->obj) {
 		if (bpf_map__is_internal(map))
 			continue;
@@ -518,14 +530,7 @@ int lism_cmd_load(const struct lism_opts *o)
 		lism_err("opening the BPF object failed: %s", strerror(errno));
 		goto cleanup;
 	}
-	/* The token table and everything indexed like it have one entry per DMB. */
-	bpf_map__set_max_entries(skel->maps.dmbs, o->max_dmbs);
-	bpf_map__set_max_entries(skel->maps.dmb_owner, o->max_dmbs);
-	bpf_map__set_max_entries(skel->maps.dmb_free, o->max_dmbs);
-	bpf_map__set_max_entries(skel->maps.shortcut, o->max_dmbs);
-	bpf_map__set_max_entries(skel->maps.senders, o->max_dmbs);
-	bpf_map__set_max_entries(skel->maps.sender_queue, o->max_dmbs);
-	bpf_map__set_max_entries(skel->maps.sender_leaves, o->max_dmbs);
+	configure_object(skel, o->max_dmbs);
 	bpf_object__for_each_map(map, skel->obj) {
 		if (bpf_map__is_internal(map))
 			continue; /* constants, not state */

@@ -41,16 +41,24 @@
 
 #include "types.h"
 
-#define LISM_RMEM_PAGE_SHIFT 12 /* sk_mem_pages(): the kernel charges whole pages */
 #define LISM_RMEM_CHECK_SIZE (64u << 10)
 
 struct lism_rmem {
 	__s32 forward_alloc;   /* the reader's sk_forward_alloc: charged, not used yet */
 	__s32 rmem_alloc;      /* the reader's sk_rmem_alloc: bytes it holds */
 	__s32 rmem_min;        /* its namespace's tcp_rmem[0]: pressure lets a socket holding less charge */
-	__u32 global_pressure; /* TCP's memory pressure (tcp_memory_pressure) */
+	__u16 global_pressure; /* TCP's memory pressure (tcp_memory_pressure) */
+	__u16 page_shift;      /* the kernel's PAGE_SHIFT: it charges whole pages (sk_mem_pages()) */
 	__u64 memcg_room;      /* v1: pages left under the tightest kmem.tcp limit on its way up */
 };
+
+/* The running kernel's page shift from its page size (a power of two); 12 for anything else. */
+static inline __u16 lism_rmem_page_shift(unsigned long page_size)
+{
+	if (!page_size || (page_size & (page_size - 1)))
+		return 12;
+	return (__u16)__builtin_ctzl(page_size);
+}
 
 #define LISM_RMEM_NO_LIMIT (~0ull)
 
@@ -66,14 +74,15 @@ static inline int lism_rmem_worth_checking(__u32 unread, __u32 size)
 	return unread || size >= LISM_RMEM_CHECK_SIZE;
 }
 
-/* Pages a charge of @size bytes adds beyond what the socket holds already (sk_mem_pages). */
-static inline __u32 lism_rmem_pages(__u32 size, __s32 forward_alloc)
+/* Pages of 1 << @page_shift bytes a charge of @size adds beyond what the socket holds (sk_mem_pages). */
+static inline __u32 lism_rmem_pages(__u32 size, __s32 forward_alloc, __u16 page_shift)
 {
 	__s64 delta = (__s64)size - forward_alloc;
 
 	if (delta <= 0)
 		return 0;
-	return (__u32)((delta + (1 << LISM_RMEM_PAGE_SHIFT) - 1) >> LISM_RMEM_PAGE_SHIFT);
+	page_shift &= 31; /* bounded for the verifier; the loader sets 12..16 */
+	return (__u32)((delta + (1ll << page_shift) - 1) >> page_shift);
 }
 
 /*
@@ -86,7 +95,7 @@ static inline __u32 lism_rmem_pages(__u32 size, __s32 forward_alloc)
  */
 static inline int lism_rmem_tight(const struct lism_rmem *r, __u32 size)
 {
-	__u32 pages = lism_rmem_pages(size, r->forward_alloc);
+	__u32 pages = lism_rmem_pages(size, r->forward_alloc, r->page_shift);
 
 	if (!pages)
 		return 0;

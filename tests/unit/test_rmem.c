@@ -3,21 +3,39 @@
 
 #include "lism/rmem.h"
 
-#define PAGE (1u << LISM_RMEM_PAGE_SHIFT)
+#define PAGE 4096u
 
 static struct lism_rmem roomy(void)
 {
-	return (struct lism_rmem){ .memcg_room = LISM_RMEM_NO_LIMIT };
+	return (struct lism_rmem){ .memcg_room = LISM_RMEM_NO_LIMIT, .page_shift = 12 };
 }
 
 Test(rmem, a_charge_counts_whole_pages_beyond_what_the_socket_holds)
 {
-	cr_assert_eq(lism_rmem_pages(100, 4096), 0, "charged already");
-	cr_assert_eq(lism_rmem_pages(4096, 4096), 0);
-	cr_assert_eq(lism_rmem_pages(4097, 4096), 1, "one byte more is a page");
-	cr_assert_eq(lism_rmem_pages(65536, 0), 16);
-	cr_assert_eq(lism_rmem_pages(65536, 1), 16);
-	cr_assert_eq(lism_rmem_pages(1, -4096), 2, "a socket in debt pays it first");
+	cr_assert_eq(lism_rmem_pages(100, 4096, 12), 0, "charged already");
+	cr_assert_eq(lism_rmem_pages(4096, 4096, 12), 0);
+	cr_assert_eq(lism_rmem_pages(4097, 4096, 12), 1, "one byte more is a page");
+	cr_assert_eq(lism_rmem_pages(65536, 0, 12), 16);
+	cr_assert_eq(lism_rmem_pages(65536, 1, 12), 16);
+	cr_assert_eq(lism_rmem_pages(1, -4096, 12), 2, "a socket in debt pays it first");
+}
+
+Test(rmem, pages_are_the_kernels_own_size)
+{
+	struct lism_rmem r = roomy();
+
+	cr_assert_eq(lism_rmem_page_shift(4096), 12);
+	cr_assert_eq(lism_rmem_page_shift(16384), 14);
+	cr_assert_eq(lism_rmem_page_shift(65536), 16);
+	cr_assert_eq(lism_rmem_page_shift(0), 12, "sysconf failed");
+	cr_assert_eq(lism_rmem_page_shift(12288), 12, "not a power of two");
+	cr_assert_eq(lism_rmem_pages(65536, 0, 16), 1, "a 64 KiB page");
+	cr_assert_eq(lism_rmem_pages(65537, 0, 16), 2);
+	r.page_shift = 16;
+	r.memcg_room = 1;
+	cr_assert(!lism_rmem_tight(&r, 65536), "one 64 KiB page fits a room of one");
+	r.page_shift = 12;
+	cr_assert(lism_rmem_tight(&r, 65536), "sixteen 4 KiB pages do not");
 }
 
 Test(rmem, without_pressure_or_limit_nothing_is_tight)
