@@ -130,23 +130,41 @@ void env_up(struct env *e, const char *load_args)
 		host_netns_fd = open("/proc/self/ns/net", O_RDONLY);
 }
 
-void env_enter(struct env *e)
+/* Write 0 (this process) into @dir's cgroup.procs: 0 or -errno. */
+static int cgroup_procs_self(const char *dir)
 {
 	char path[PATH_MAX + 32];
+	int fd, ok, err;
 
-	snprintf(path, sizeof(path), "%s/cgroup.procs", e->cgroup);
-	write_file(path, "0");
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	ok = write(fd, "0", 1) == 1;
+	err = errno;
+	close(fd);
+	return ok ? 0 : -err;
+}
+
+/* Move this process into the cgroup at @dir, or fail the test. */
+static void cgroup_join(const char *dir)
+{
+	int err = cgroup_procs_self(dir);
+
+	cr_assert_eq(err, 0, "moving into %s: %s", dir, strerror(-err));
+}
+
+void env_enter(struct env *e)
+{
+	cgroup_join(e->cgroup);
 	e->entered = 1;
 }
 
 void env_leave(struct env *e)
 {
-	char path[PATH_MAX + 32];
-
 	if (!e->entered)
 		return;
-	snprintf(path, sizeof(path), "%s/cgroup.procs", e->cgroot);
-	write_file(path, "0");
+	cgroup_join(e->cgroot);
 	e->entered = 0;
 }
 
@@ -254,7 +272,7 @@ static int v1_cgroup_of_self(const char *ctrl, char *out, size_t len)
 
 void memcg_enter(struct env *e)
 {
-	char path[PATH_MAX + 32], self[PATH_MAX], *slash;
+	char self[PATH_MAX], *slash;
 
 	/* where to come back to: this process's memory cgroup, under the v1 mount */
 	cr_assert_eq(v1_cgroup_of_self("memory", self, sizeof(self)), 0, "no memory line in /proc/self/cgroup");
@@ -262,24 +280,7 @@ void memcg_enter(struct env *e)
 	slash = strrchr(e->memcg_home, '/'); /* the mount is memcg's parent */
 	cr_assert_not_null(slash);
 	snprintf(slash, sizeof(e->memcg_home) - (size_t)(slash - e->memcg_home), "%s", strcmp(self, "/") ? self : "");
-	snprintf(path, sizeof(path), "%s/cgroup.procs", e->memcg);
-	write_file(path, "0");
-}
-
-/* Write 0 (this process) into @dir's cgroup.procs: 0 or -errno. */
-static int cgroup_procs_self(const char *dir)
-{
-	char path[PATH_MAX + 32];
-	int fd, ok, err;
-
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	ok = write(fd, "0", 1) == 1;
-	err = errno;
-	close(fd);
-	return ok ? 0 : -err;
+	cgroup_join(e->memcg);
 }
 
 /*

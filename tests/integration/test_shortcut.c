@@ -1186,10 +1186,6 @@ static long tcp_mem_bytes(void)
 }
 
 /*
- * A reader that stops reading: the writer must be stopped (EAGAIN), not
- * fill kernel memory, and every byte must arrive once reading resumes.
- */
-/*
  * Non-blocking sends of @chunk-byte spans of pattern @seed into a reader
  * that does not read, until the first EAGAIN (any other error fails the
  * test) or @most bytes; returns the bytes sent.
@@ -1213,6 +1209,10 @@ static __u64 send_until_eagain(int c, __u32 seed, __u64 chunk, __u64 most)
 	return sent;
 }
 
+/*
+ * A reader that stops reading: the writer must be stopped (EAGAIN), not
+ * fill kernel memory, and every byte must arrive once reading resumes.
+ */
 Test(shortcut, stalled_reader_bounds_memory)
 {
 	const __u64 limit = 1ull << 30, chunk = 64u << 10;
