@@ -240,20 +240,14 @@ static __u32 events_followed(const char *pin_path)
 /*
  * The backstop's recursion misses: a tracing program does not run while it
  * runs on the same CPU, and the kernel counts each such destroy in the
- * program's info.  Read through its pin (an id lookup would need
- * CAP_SYS_ADMIN, which the DaemonSet does not have); -errno if unreadable
- * (an instance loaded by a build that did not pin it).
+ * program's info.  -errno if unreadable (an instance loaded by a build that
+ * did not pin it).
  */
 static int backstop_misses(const char *pin_path, __u64 *misses)
 {
-	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info);
-	int fd = lism_pin_open(pin_path, LISM_PIN_PROG_DESTROY), err;
+	struct bpf_prog_info info;
+	int err = lism_prog_info_read(pin_path, LISM_PIN_PROG_DESTROY, &info);
 
-	if (fd < 0)
-		return fd;
-	err = bpf_obj_get_info_by_fd(fd, &info, &len) ? -errno : 0;
-	close(fd);
 	if (!err)
 		*misses = info.recursion_misses;
 	return err;
@@ -287,6 +281,7 @@ int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
 	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_DESTROY))
 		s->backstop = access(path, F_OK) == 0;
 	s->backstop_misses_known = s->backstop && !backstop_misses(in->pin_path, &s->backstop_misses);
+	lism_bpf_time_read(in->pin_path, &s->bpf_time);
 	return err;
 }
 

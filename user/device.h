@@ -9,6 +9,7 @@
 
 #include <limits.h>
 
+#include "bpf_time.h"
 #include "lism/abi.h"
 #include "lism/hist.h"
 #include "lism/reason.h"
@@ -38,6 +39,7 @@ struct lism_snapshot {
 	int backstop;           /* the tcp_destroy_sock backstop's link is pinned */
 	int backstop_misses_known; /* its program's pin was readable */
 	__u64 backstop_misses;  /* destroys it did not see since its program loaded (recursion_misses) */
+	struct lism_bpf_time bpf_time; /* what BPF stats counted of lism's programs */
 };
 
 /* Open an instance's pins; -ENOENT if nothing is loaded at @pin_path, -EPROTO if another layout. */

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf_time.h"
 #include "cgroup.h"
 #include "device.h"
 #include "fastpath.h"
@@ -588,6 +589,7 @@ int lism_cmd_load(const struct lism_opts *o)
 	printf("lism: loaded at %s, attached to cgroup %s (%u DMBs of %u KiB, %d scope entries)\n",
 	       o->pin_path, cgroup, o->max_dmbs, o->dmb_size >> 10, n_scope);
 	note_send_limits();
+	lism_bpf_stats_note(stdout, lism_bpf_stats_sysctl());
 	ret = LISM_EXIT_OK;
 
 cleanup:

@@ -92,6 +92,25 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 			"already running on that CPU, since its program loaded (load --upgrade starts again "
 			"at 0); a DMB whose close went unseen then waits for the sweep.",
 			s->backstop_misses);
+	gauge(f, "lism_bpf_stats_enabled",
+	      "1 if kernel.bpf_stats_enabled is on: every BPF program run on the host then reads the clock "
+	      "twice (a BPF_ENABLE_STATS holder such as bpftop does not show here).",
+	      s->bpf_time.stats_sysctl == 1);
+	if (s->bpf_time.prog[LISM_PROG_HANDSHAKE].known) { /* the families only with samples */
+		family(f, "lism_bpf_program_runs_total", "counter",
+		       "Runs of lism's BPF programs counted while BPF stats were on, since the program "
+		       "loaded (load --upgrade starts again at 0).");
+		for (int p = 0; p < LISM_PROG_MAX; p++)
+			if (s->bpf_time.prog[p].known)
+				fprintf(f, "lism_bpf_program_runs_total{program=\"%s\"} %llu\n",
+					lism_prog_name(p), (unsigned long long)s->bpf_time.prog[p].runs);
+		family(f, "lism_bpf_program_run_seconds_total", "counter",
+		       "Time lism's BPF programs ran, counted while BPF stats were on, since the program loaded.");
+		for (int p = 0; p < LISM_PROG_MAX; p++)
+			if (s->bpf_time.prog[p].known)
+				fprintf(f, "lism_bpf_program_run_seconds_total{program=\"%s\"} %.9f\n",
+					lism_prog_name(p), s->bpf_time.prog[p].run_ns / 1e9);
+	}
 	counter(f, "lism_token_lost_total", "Closes (FIN_WAIT1, LAST_ACK, CLOSE) of sockets whose token named no DMB entry.",
 		st[LISM_S_TOKEN_LOST]);
 	counter(f, "lism_short_connections_total",

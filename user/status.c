@@ -65,6 +65,12 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 		fprintf(f, "  backstop: NOT ATTACHED (unseen closes wait for the sweep); ");
 	fprintf(f, "sweep: %llu entries of vanished sockets given back\n",
 		(unsigned long long)s->stats[LISM_S_REAPED_GONE]);
+	{
+		char line[512];
+
+		lism_bpf_time_format(&s->bpf_time, line, sizeof(line));
+		fprintf(f, "  BPF time: %s\n", line);
+	}
 	if (s->events_followed) {
 		char types[128];
 
@@ -79,6 +85,27 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 static void add_u64(struct json_object *o, const char *k, __u64 v)
 {
 	json_object_object_add(o, k, json_object_new_uint64(v));
+}
+
+/* {"stats_enabled": bool or null, "programs": {name: {"runs", "run_time_ns"} or null}} */
+static struct json_object *bpf_time_json(const struct lism_bpf_time *t)
+{
+	struct json_object *o = json_object_new_object(), *progs = json_object_new_object();
+
+	json_object_object_add(o, "stats_enabled",
+			       t->stats_sysctl < 0 ? NULL : json_object_new_boolean(t->stats_sysctl));
+	for (int p = 0; p < LISM_PROG_MAX; p++) {
+		struct json_object *one = NULL;
+
+		if (t->prog[p].known) {
+			one = json_object_new_object();
+			add_u64(one, "runs", t->prog[p].runs);
+			add_u64(one, "run_time_ns", t->prog[p].run_ns);
+		}
+		json_object_object_add(progs, lism_prog_name(p), one);
+	}
+	json_object_object_add(o, "programs", progs);
+	return o;
 }
 
 struct json_object *lism_status_json(const char *pin_path, const struct lism_snapshot *s)
@@ -150,6 +177,7 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	for (unsigned int r = 1; r < LISM_R_MAX; r++)
 		add_u64(reasons, lism_reason_name(r), s->reasons[r]);
 	json_object_object_add(o, "fallback_reasons", reasons);
+	json_object_object_add(o, "bpf_time", bpf_time_json(&s->bpf_time));
 	return o;
 }
 

@@ -109,6 +109,101 @@ Test(cli, load_notes_send_limits_that_keep_sends_on_tcp)
 	netns_switch(NULL);
 }
 
+/* The runs and run time of one program in `status -j`'s bpf_time; fails if it is missing. */
+static void prog_time(struct json_object *j, const char *prog, __u64 *runs, __u64 *ns)
+{
+	struct json_object *t, *progs, *p, *v;
+
+	cr_assert(json_object_object_get_ex(j, "bpf_time", &t), "no bpf_time");
+	cr_assert(json_object_object_get_ex(t, "programs", &progs));
+	cr_assert(json_object_object_get_ex(progs, prog, &p) && p, "%s unreadable", prog);
+	cr_assert(json_object_object_get_ex(p, "runs", &v));
+	*runs = json_object_get_uint64(v);
+	cr_assert(json_object_object_get_ex(p, "run_time_ns", &v));
+	*ns = json_object_get_uint64(v);
+}
+
+/*
+ * status shows what BPF stats counted of lism's programs.  Stats are turned
+ * on the way bpftool prog profile does it, by a BPF_ENABLE_STATS fd: it is
+ * counted, and closing it (also when the test dies) turns them off again;
+ * the host's sysctl is never written.
+ */
+Test(cli, status_shows_what_bpf_stats_counted)
+{
+	__u64 hs_runs, hs_ns, dp_runs, dp_ns, runs, ns;
+	struct json_object *j;
+	char out[16384];
+	int c, s, stats;
+
+	require_root();
+	env_up(&e, NULL);
+	stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	cr_assert_geq(stats, 0, "BPF_ENABLE_STATS: %s", strerror(errno));
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	make_senders(&e, c, s);
+	cr_assert_eq(send_all(c, 1, 0, 5000), 0);
+	cr_assert_eq(recv_check(s, 1, 0, 5000, 5000), 0);
+	close(stats);
+	cr_assert_eq(lism_out(&e, "status -j", out, sizeof(out)), 0, "%s", out);
+	j = json_tokener_parse(out);
+	cr_assert_not_null(j, "not JSON: %s", out);
+	prog_time(j, "handshake", &hs_runs, &hs_ns);
+	prog_time(j, "data_path", &dp_runs, &dp_ns);
+	prog_time(j, "backstop", &runs, &ns);
+	json_object_put(j);
+	/* both ends' handshakes and the make_senders round trips ran the sockops program */
+	cr_assert_geq(hs_runs, 10, "handshake runs: %llu", (unsigned long long)hs_runs);
+	cr_assert_gt(hs_ns, 0);
+	cr_assert_geq(dp_runs, 1, "data path runs: %llu (a send went through the shortcut)",
+		      (unsigned long long)dp_runs);
+	cr_assert_gt(dp_ns, 0);
+	cr_assert_eq(lism_out(&e, "status", out, sizeof(out)), 0);
+	cr_assert(strstr(out, "BPF time: ") && strstr(out, " ns x "), "%s", out);
+	close(c);
+	close(s);
+}
+
+/*
+ * With kernel.bpf_stats_enabled on, load and status say what it costs.  The
+ * sysctl is a file bind-mounted over it in a mount namespace of lism's own:
+ * the host's is never written.
+ */
+Test(cli, load_notes_bpf_stats_left_on)
+{
+	char out[8192], file[64], cmd[16384];
+	const char *bin = getenv("LISM_BIN") ? getenv("LISM_BIN") : "build/lism";
+
+	require_root();
+	env_up(&e, NULL);
+	cr_assert_eq(lism(&e, "unload"), 0);
+	snprintf(file, sizeof(file), "/tmp/lism-t-%d-bpf-stats", getpid());
+	for (int on = 1; on >= 0; on--) {
+		FILE *f = fopen(file, "w");
+
+		cr_assert_not_null(f, "%s: %s", file, strerror(errno));
+		fputs(on ? "1\n" : "0\n", f);
+		cr_assert_eq(fclose(f), 0);
+		cr_assert_lt(snprintf(cmd, sizeof(cmd),
+				      "unshare -m sh -c 'mount --bind %s /proc/sys/kernel/bpf_stats_enabled && "
+				      "%s load --cgroup %s --pin-path %s && %s status --pin-path %s' 2>&1",
+				      file, bin, e.cgroup, e.pin, bin, e.pin),
+			     (int)sizeof(cmd));
+		cr_assert_eq(sh_out(cmd, out, sizeof(out)), 0, "%s", out);
+		if (on) {
+			cr_assert(strstr(out, "lism: note: kernel.bpf_stats_enabled is 1"), "%s", out);
+			cr_assert(strstr(out, "BPF time: kernel.bpf_stats_enabled=1, so every BPF program run"), "%s",
+				  out);
+		} else {
+			cr_assert_null(strstr(out, "note: kernel.bpf_stats_enabled"), "%s", out);
+			cr_assert_null(strstr(out, "BPF time: kernel.bpf_stats_enabled=1"), "%s", out);
+		}
+		cr_assert_eq(lism(&e, "unload"), 0);
+	}
+	unlink(file);
+}
+
 Test(cli, needs_root)
 {
 	char out[4096];

@@ -636,6 +636,10 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	cr_assert_eq(metric(body, "lism_peer_memory_tight_total"), 0);
 	/* host-wide (the tracepoint sees every TCP socket): present, not necessarily 0 */
 	(void)metric(body, "lism_backstop_recursion_misses_total");
+	/* lism's programs, counted while BPF stats are on (the host's choice): present */
+	(void)metric(body, "lism_bpf_stats_enabled");
+	(void)metric(body, "lism_bpf_program_runs_total{program=\"handshake\"}");
+	(void)metric(body, "lism_bpf_program_run_seconds_total{program=\"data_path\"}");
 
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpf_time.h"
 #include "cli.h"
 #include "conns.h"
 #include "events.h"
@@ -566,6 +567,11 @@ Test(metrics, text_format_is_valid_and_complete)
 	s.sizes[0] = 2;
 	s.sizes[5] = 10;
 	__u64 xdp[LISM_XDP_STAT_MAX] = { [LISM_XDP_FORWARDED] = 7, [LISM_XDP_NO_CT] = 2 };
+	s.bpf_time.stats_sysctl = 1;
+	for (int p = 0; p < LISM_PROG_MAX; p++)
+		s.bpf_time.prog[p].known = 1;
+	s.bpf_time.prog[LISM_PROG_DATA_PATH].runs = 40;
+	s.bpf_time.prog[LISM_PROG_DATA_PATH].run_ns = 12000;
 
 	f = open_memstream(&text, &len);
 	lism_metrics_write(f, &s, "1.2.3");
@@ -652,9 +658,54 @@ Test(metrics, text_format_is_valid_and_complete)
 	cr_assert_eq(sample_value(text, "lism_shortcut_send_size_bytes_bucket{le=\"1024\"} "), 2);
 	cr_assert_eq(sample_value(text, "lism_shortcut_send_size_bytes_bucket{le=\"2048\"} "), 12);
 	cr_assert(strstr(text, "lism_build_info{version=\"1.2.3\""), "no build info");
+	cr_assert_eq(sample_value(text, "lism_bpf_stats_enabled "), 1);
+	cr_assert_eq(sample_value(text, "lism_bpf_program_runs_total{program=\"data_path\"} "), 40);
+	cr_assert_eq(sample_value(text, "lism_bpf_program_run_seconds_total{program=\"data_path\"} "), 12e-6);
+	cr_assert_eq(sample_value(text, "lism_bpf_program_runs_total{program=\"backstop\"} "), 0);
 	cr_assert_eq(sample_value(text, "lism_xdp_packets_total{result=\"forwarded\",reason=\"\"} "), 7);
 	cr_assert_eq(sample_value(text, "lism_xdp_packets_total{result=\"stack\",reason=\"no_ct\"} "), 2);
 	for (int k = LISM_XDP_NOT_IP; k < LISM_XDP_STAT_MAX; k++)
 		cr_assert_str_neq(lism_xdp_stat_name(k), "?", "stat %d has no name", k);
 	free(text);
+}
+
+static int starts_with(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+Test(bpf_time, says_what_bpf_stats_counted_and_what_they_cost)
+{
+	struct lism_bpf_time t = { .stats_sysctl = 0 };
+	char out[512], small[40];
+
+	lism_bpf_time_format(&t, out, sizeof(out));
+	cr_assert(starts_with(out, "not readable"), "%s", out);
+	for (int p = 0; p < LISM_PROG_MAX; p++)
+		t.prog[p].known = 1;
+	lism_bpf_time_format(&t, out, sizeof(out));
+	cr_assert(starts_with(out, "not counted (BPF stats are off; 'sysctl kernel.bpf_stats_enabled=1'"), "%s", out);
+
+	t.stats_sysctl = 1;
+	t.prog[LISM_PROG_HANDSHAKE].runs = 10;
+	t.prog[LISM_PROG_HANDSHAKE].run_ns = 4005;
+	t.prog[LISM_PROG_BACKSTOP].known = 0;
+	lism_bpf_time_format(&t, out, sizeof(out));
+	cr_assert_str_eq(out, "kernel.bpf_stats_enabled=1, so every BPF program run on this host pays two clock "
+			      "reads: handshake 400 ns x 10 runs, data path 0 runs");
+	t.stats_sysctl = 0;
+	lism_bpf_time_format(&t, out, sizeof(out));
+	cr_assert(starts_with(out, "counted while BPF stats were on (kernel.bpf_stats_enabled=0; "), "%s", out);
+	cr_assert(strstr(out, "): handshake 400 ns x 10 runs, data path 0 runs"), "%s", out);
+	t.stats_sysctl = -1;
+	lism_bpf_time_format(&t, out, sizeof(out));
+	cr_assert_str_eq(out, "counted while BPF stats were on: handshake 400 ns x 10 runs, data path 0 runs");
+	lism_bpf_time_format(&t, small, sizeof(small));
+	cr_assert_eq(strlen(small), sizeof(small) - 1);
+	cr_assert_str_eq(small + sizeof(small) - 4, "...");
+
+	cr_assert_str_eq(lism_prog_name(LISM_PROG_HANDSHAKE), "handshake");
+	cr_assert_str_eq(lism_prog_name(LISM_PROG_DATA_PATH), "data_path");
+	cr_assert_str_eq(lism_prog_name(LISM_PROG_BACKSTOP), "backstop");
+	cr_assert_str_eq(lism_prog_name(LISM_PROG_MAX), "?");
 }
