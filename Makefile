@@ -12,7 +12,7 @@ VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 # Debian 12 packages every target needs; `make deps` installs the missing ones.
-DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libxdp-dev libcriterion-dev \
+DEB_PACKAGES := make gcc clang llvm libclang-rt-14-dev libbpf-dev bpftool libxdp-dev libcriterion-dev \
 	libelf-dev zlib1g-dev pkg-config libjson-c-dev libmicrohttpd-dev iproute2 iptables procps util-linux curl \
 	podman runc nginx-light redis-server redis-tools
 
@@ -26,9 +26,11 @@ endif
 
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
-USER_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) \
-	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf libxdp json-c libmicrohttpd 2>/dev/null)
-USER_LIBS := $(shell $(PKG_CONFIG) --libs libbpf libxdp json-c libmicrohttpd 2>/dev/null)
+# Expanded when a recipe runs (=, not :=): on a fresh machine pkg-config and
+# the -dev packages only exist once `deps` has run.
+USER_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) \
+	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf libxdp json-c libmicrohttpd)
+USER_LIBS = $(shell $(PKG_CONFIG) --libs libbpf libxdp json-c libmicrohttpd)
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-function -Iinclude -Ibpf -I$(BUILD)
 
@@ -159,16 +161,16 @@ $(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(LI
 # libFuzzer targets: the TCP option parser (wire input) and the command line.
 FUZZ_TARGETS := option cli
 FUZZ_SECONDS ?= 300
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -Iuser
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(WARN) -D_GNU_SOURCE -Iinclude -Iuser
 $(BUILD)/fuzz:
 	$(Q)mkdir -p $@
 
-$(BUILD)/fuzz/fuzz_option: tests/fuzz/fuzz_option.c include/lism/option.h | $(BUILD)/fuzz
+$(BUILD)/fuzz/fuzz_option: tests/fuzz/fuzz_option.c $(wildcard include/lism/*.h) | $(BUILD)/fuzz
 	$(call say,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $< -o $@
 
 $(BUILD)/fuzz/fuzz_cli: tests/fuzz/fuzz_cli.c user/cli.c user/cli.h user/event_types.c user/event_types.h \
-		include/lism/abi.h | $(BUILD)/fuzz
+		$(wildcard include/lism/*.h) | $(BUILD)/fuzz
 	$(call say,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_cli.c user/cli.c user/event_types.c -o $@
 

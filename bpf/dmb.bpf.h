@@ -86,6 +86,7 @@ static __always_inline int dmb_release(struct lism_dmb *e, __u64 token, __u64 *p
 	if (peer)
 		*peer = p;
 	e->state = LISM_ST_FREE;
+	e->cookie = 0; /* before the slot can be taken again: no destroy takes it for its owner's */
 	bpf_map_update_elem(&dmb_owner, &slot, &none, BPF_ANY);
 	bpf_map_push_elem(&dmb_free, &slot, 0);
 	u = bpf_map_lookup_elem(&usage, &zero);

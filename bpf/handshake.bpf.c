@@ -364,10 +364,15 @@ static void on_connect(struct bpf_sock_ops *s)
 
 static void on_listen(struct bpf_sock_ops *s)
 {
-	int one = 1;
+	int one = 1, app = 0;
 
-	/* The passive side reads the client's option from the SYN once established. */
-	bpf_setsockopt(s, SOL_TCP, TCP_SAVE_SYN, &one, sizeof(one));
+	/*
+	 * The passive side reads the client's option from the SYN once
+	 * established.  An application's own TCP_SAVE_SYN stays (2 also keeps
+	 * the MAC header, which 1 would drop).
+	 */
+	if (bpf_getsockopt(s, SOL_TCP, TCP_SAVE_SYN, &app, sizeof(app)) || !app)
+		bpf_setsockopt(s, SOL_TCP, TCP_SAVE_SYN, &one, sizeof(one));
 	cb_flags(s, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG, 0);
 }
 
@@ -776,6 +781,16 @@ static void on_passive_established(struct bpf_sock_ops *s)
 		sk_fallback(s, st, NULL, LISM_R_PEER_GONE); /* the client released it */
 		return;
 	}
+	/*
+	 * The client may have released it, and a new SYN taken the slot, since
+	 * the lookup: the state just won is then the new answer's, which its
+	 * own server must still find ACCEPTED.
+	 */
+	if (__sync_fetch_and_add(&re->token, 0) != rtoken) {
+		__sync_val_compare_and_swap(&re->state, LISM_ST_READY, LISM_ST_ACCEPTED);
+		sk_fallback(s, st, NULL, LISM_R_PEER_GONE);
+		return;
+	}
 	st->token = rtoken;
 	st->slot = lism_token_slot(rtoken);
 	cb_flags(s, BPF_SOCK_OPS_STATE_CB_FLAG, 0);
@@ -916,13 +931,17 @@ int lism_destroy(__u64 *ctx)
 		/*
 		 * The socket may have forgotten its token while the entry stayed:
 		 * the entry of its slot is still its own if it carries its cookie
-		 * (set when it took or joined it; cookies are never reused).
+		 * (set when it took or joined it; cookies are never reused).  The
+		 * token first: a slot taken again is cleared before its new token
+		 * is published, so a cookie read after the token is the token's
+		 * owner's.  The other order could release a new connection's
+		 * entry under an old cookie.
 		 */
 		e = dmb_get(st->slot);
-		if (!e || !e->cookie || e->cookie != bpf_get_socket_cookie(sk))
+		if (!e)
 			goto out;
 		token = __sync_fetch_and_add(&e->token, 0);
-		if (!token)
+		if (!token || !e->cookie || e->cookie != bpf_get_socket_cookie(sk))
 			goto out;
 		stat_add(LISM_S_REAPED_ORPHANS, 1);
 	}

@@ -80,6 +80,7 @@ void lism_usage(FILE *f)
 		"           [--log-events all|none|TYPE,...] [--log-interval SECONDS]\n"
 		"           [--iface GLOB,...]  (keep the veth fast path on matching interfaces)\n"
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
+		"  set active drain    keep them on TCP until a lism run adopts the instance (preStop)\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
 		"  set churn-detect on|off   let destinations of short connections skip the shortcut\n"
 		"  set senders adaptive|eager   when new connections' sends start to run the data path\n"
@@ -357,7 +358,7 @@ static int parse_positional(struct lism_opts *o, int n, char **args, char *err, 
 	if (o->cmd == LISM_CMD_SET) {
 		if (n != 2)
 			return fail(err, errlen,
-				    "set: expected 'active on|off', 'max-dmbs N', 'churn-detect on|off' "
+				    "set: expected 'active on|off|drain', 'max-dmbs N', 'churn-detect on|off' "
 				    "or 'senders adaptive|eager'");
 		int active = !strcmp(args[0], "active");
 
@@ -367,6 +368,10 @@ static int parse_positional(struct lism_opts *o, int n, char **args, char *err, 
 				o->set_value = 1;
 			else if (!strcmp(args[1], "off"))
 				o->set_value = 0;
+			else if (active && !strcmp(args[1], "drain"))
+				o->set_value = LISM_ACTIVE_DRAIN;
+			else if (active)
+				return fail(err, errlen, "set active: '%s' is not on, off or drain", args[1]);
 			else
 				return fail(err, errlen, "set %s: '%s' is not on or off", args[0], args[1]);
 			return 0;

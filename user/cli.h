@@ -44,9 +44,11 @@ enum lism_cmd {
 /* lism run logs no event unless told (its summary counts them), so that lism events can follow them */
 #define LISM_EV_DAEMON_DEFAULT 0u
 
+#define LISM_ACTIVE_DRAIN 2 /* set active drain */
+
 enum lism_set_key {
 	LISM_SET_NONE = 0,
-	LISM_SET_ACTIVE,
+	LISM_SET_ACTIVE, /* on, off, or off for a drain (LISM_DEV_F_DRAINING) */
 	LISM_SET_MAX_DMBS,
 	LISM_SET_CHURN_DETECT,
 	LISM_SET_SENDERS,
@@ -116,7 +118,7 @@ struct lism_opts {
 	enum lism_xdp_action xdp_action;
 	/* set */
 	enum lism_set_key set_key;
-	__u32 set_value;
+	__u32 set_value; /* for LISM_SET_ACTIVE: 1 on, 0 off, LISM_ACTIVE_DRAIN */
 };
 
 /* "ESTAB", "SYN-SENT", ... (ss names) of a BPF_TCP_* state, and back (-1 unknown). */

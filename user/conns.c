@@ -416,6 +416,32 @@ int lism_conns_collect(const struct lism_instance *in, struct lism_conn **out, s
 	return 0;
 }
 
+/*
+ * Whether this process's pid namespace is nested (1), the host's (0), or
+ * unknown (-1): /proc/self/status's NSpid has one pid per level.  The
+ * sockets iterator walks only the tasks of the namespace that runs it.
+ */
+int lism_pidns_nested(const char *status_path)
+{
+	char line[256];
+	int nested = -1;
+	FILE *f = fopen(status_path, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "NSpid:", 6)) {
+			int fields = 0;
+
+			for (char *t = strtok(line + 6, " \t\n"); t; t = strtok(NULL, " \t\n"))
+				fields++;
+			nested = fields > 1;
+			break;
+		}
+	fclose(f);
+	return nested;
+}
+
 int lism_cmd_conns(const struct lism_opts *o)
 {
 	struct lism_instance in;
@@ -429,6 +455,10 @@ int lism_cmd_conns(const struct lism_opts *o)
 		lism_err("no lism instance at %s: %s", o->pin_path, strerror(-err));
 		return LISM_EXIT_STATE;
 	}
+	if (lism_pidns_nested("/proc/self/status") == 1)
+		fprintf(stderr, "lism: note: this is not the host's pid namespace: only the connections of "
+				"its own processes are listed (run lism conns on the node, or in a pod with "
+				"hostPID)\n");
 	err = lism_conns_collect(&in, &conns, &n);
 	lism_instance_close(&in);
 	if (err) {

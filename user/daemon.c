@@ -173,7 +173,7 @@ static int adopt_or_load(const struct lism_opts *o, int *loaded)
 {
 	struct lism_instance in;
 	struct lism_device d;
-	int err = lism_instance_open(&in, o->pin_path);
+	int err = lism_instance_open(&in, o->pin_path), lockfd, ret;
 
 	*loaded = 0;
 	if (err == -ENOENT) {
@@ -185,14 +185,43 @@ static int adopt_or_load(const struct lism_opts *o, int *loaded)
 		lism_err("opening the pins at %s failed: %s", o->pin_path, strerror(-err));
 		return LISM_EXIT_STATE;
 	}
-	err = lism_device_read(&in, &d);
-	lism_instance_close(&in);
-	if (err || d.layout != LISM_LAYOUT_VERSION) {
-		lism_err("the pins at %s are not of this lism's layout", o->pin_path);
+	/* under the pin lock: an unload (a pod on its way out) must not see the device change */
+	lockfd = lism_pin_lock(o->pin_path);
+	if (lockfd < 0) {
+		lism_instance_close(&in);
+		lism_err("locking %s failed: %s", o->pin_path, strerror(-lockfd));
+		if (lockfd == -EWOULDBLOCK)
+			lism_hint("another lism is loading or unloading there (a pod still draining?): "
+				  "start again once it is done");
 		return LISM_EXIT_STATE;
 	}
+	err = lism_device_read(&in, &d);
+	if (err || d.layout != LISM_LAYOUT_VERSION) {
+		lism_err("the pins at %s are not of this lism's layout", o->pin_path);
+		ret = LISM_EXIT_STATE;
+		goto out;
+	}
 	printf("lism: adopting the instance pinned at %s (attached to %s)\n", o->pin_path, d.cgroup);
-	return LISM_EXIT_OK;
+	if (!d.active && (d.flags & LISM_DEV_F_DRAINING)) {
+		/* left draining by an unload that timed out, or by a preStop: this daemon takes over */
+		d.active = 1;
+		d.flags &= ~LISM_DEV_F_DRAINING;
+		err = lism_device_write(&in, &d);
+		if (err) {
+			lism_err("switching the adopted device on failed: %s", strerror(-err));
+			ret = LISM_EXIT_FAIL;
+			goto out;
+		}
+		printf("lism: it was left draining (an unload that timed out, or a preStop): switched on again\n");
+	} else if (!d.active) {
+		printf("lism: it is switched off ('lism set active off'): new connections stay on TCP "
+		       "until 'lism set active on'\n");
+	}
+	ret = LISM_EXIT_OK;
+out:
+	close(lockfd);
+	lism_instance_close(&in);
+	return ret;
 }
 
 /* The periodic summary: what moved since the last one, only if something did. */

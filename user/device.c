@@ -329,7 +329,11 @@ int lism_cmd_set(const struct lism_opts *o)
 	}
 	switch (o->set_key) {
 	case LISM_SET_ACTIVE:
-		d.active = (__u8)o->set_value;
+		d.active = o->set_value == 1;
+		if (o->set_value == LISM_ACTIVE_DRAIN)
+			d.flags |= LISM_DEV_F_DRAINING;
+		else
+			d.flags &= ~LISM_DEV_F_DRAINING;
 		break;
 	case LISM_SET_MAX_DMBS:
 		if (o->set_value > d.capacity) {
@@ -365,8 +369,12 @@ int lism_cmd_set(const struct lism_opts *o)
 		goto out;
 	}
 	if (o->set_key == LISM_SET_ACTIVE)
-		printf("lism: active %s: new connections %s\n", d.active ? "on" : "off",
-		       d.active ? "may use the shortcut" : "stay on TCP; existing ones keep theirs");
+		printf("lism: active %s: new connections %s\n",
+		       d.active ? "on" : (d.flags & LISM_DEV_F_DRAINING) ? "off (draining)" : "off",
+		       d.active ? "may use the shortcut" :
+		       (d.flags & LISM_DEV_F_DRAINING) ?
+				  "stay on TCP, existing ones keep theirs, until a lism run adopts the instance" :
+				  "stay on TCP; existing ones keep theirs");
 	else if (o->set_key == LISM_SET_CHURN_DETECT)
 		printf("lism: churn-detect %s: %s\n", o->set_value ? "on" : "off",
 		       o->set_value ? "destinations of short connections may skip the shortcut"

@@ -673,7 +673,13 @@ int lism_cmd_unload(const struct lism_opts *o)
 		ret = LISM_EXIT_STATE;
 		goto out;
 	}
-	/* New connections stay on TCP from now on; closes are still tracked. */
+	/*
+	 * New connections stay on TCP from now on; closes are still tracked.
+	 * Draining, not off by choice: if the wait times out, a daemon that
+	 * adopts the instance switches it on again (a pod's successor).
+	 */
+	if (d.active)
+		d.flags |= LISM_DEV_F_DRAINING;
 	d.active = 0;
 	err = lism_device_write(&in, &d);
 	if (err) {

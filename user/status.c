@@ -21,7 +21,8 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 	fprintf(f, "%-13s %-33s %-6s %-6s %-11s %-9s %s\n", "Name", "GID", "CHID", "Active", "DMBs",
 		"Confirmed", "Shortcut bytes");
 	fprintf(f, "%-13s %-33s 0x%04X %-6s %-11s %-9u %s\n", LISM_DEVICE_NAME, gid, s->dev.chid,
-		s->dev.active ? "yes" : "no", dmbs, s->confirmed, bytes);
+		s->dev.active ? "yes" : (s->dev.flags & LISM_DEV_F_DRAINING) ? "drain" : "no", dmbs, s->confirmed,
+		bytes);
 	fprintf(f, "  pinned at %s, attached to cgroup %s%s\n", pin_path, s->dev.cgroup,
 		s->attached ? "" : " (DETACHED)");
 	fprintf(f, "  DMB size %s, DMBs high-water %lld, sockets in the shortcut %u\n", dmb,
@@ -118,6 +119,8 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	json_object_object_add(o, "gid", json_object_new_string(gid));
 	add_u64(o, "chid", s->dev.chid);
 	json_object_object_add(o, "active", json_object_new_boolean(s->dev.active));
+	json_object_object_add(o, "draining",
+			       json_object_new_boolean(!s->dev.active && (s->dev.flags & LISM_DEV_F_DRAINING)));
 	json_object_object_add(o, "attached", json_object_new_boolean(s->attached));
 	json_object_object_add(o, "pin_path", json_object_new_string(pin_path));
 	json_object_object_add(o, "cgroup", json_object_new_string(s->dev.cgroup));

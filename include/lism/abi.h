@@ -28,6 +28,14 @@
 #define LISM_DEV_F_NO_STREAM_DETECT (1u << 2) /* every send may take the shortcut (stream.h off) */
 #define LISM_DEV_F_NO_CHURN_DETECT (1u << 3) /* every connection may engage (churn.h off) */
 #define LISM_DEV_F_EAGER_SENDERS (1u << 4) /* members become senders at the handshake (sender.h off) */
+/*
+ * Switched off for a drain (unload, or a pod's preStop: `set active drain`),
+ * not by choice: a daemon that adopts the instance switches it on again.
+ * Without it, an unload that timed out (connections outlived a pod's
+ * grace period) left the node's instance off for good under the next pod.
+ * Only the control plane reads it.
+ */
+#define LISM_DEV_F_DRAINING (1u << 5)
 
 /* The "ports" map: per server port (the listener's port), LISM_PORT_* flags. */
 #define LISM_PORT_INCLUDE (1u << 0)

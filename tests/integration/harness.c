@@ -27,6 +27,8 @@
 #include "pins.h"
 
 static int host_netns_fd = -1;
+/* The test's own network namespace (env_up): where netns_switch(NULL) goes back to. */
+static int home_netns_fd = -1;
 
 void require_root(void)
 {
@@ -128,6 +130,11 @@ void env_up(struct env *e, const char *load_args)
 	e->loaded = 1;
 	if (host_netns_fd < 0)
 		host_netns_fd = open("/proc/self/ns/net", O_RDONLY);
+	cr_assert_geq(host_netns_fd, 0);
+	/* the test's traffic, listeners and daemons stay off the host's network namespace */
+	netns_switch(env_netns(e, "home"));
+	home_netns_fd = open("/proc/self/ns/net", O_RDONLY);
+	cr_assert_geq(home_netns_fd, 0, "%s", strerror(errno));
 }
 
 /* Write 0 (this process) into @dir's cgroup.procs: 0 or -errno. */
@@ -334,7 +341,12 @@ void env_down(struct env *e)
 
 	if (!e->name[0])
 		return;
-	netns_switch(NULL);
+	if (host_netns_fd >= 0 && setns(host_netns_fd, CLONE_NEWNET))
+		fprintf(stderr, "back to the host's network namespace: %s\n", strerror(errno));
+	if (home_netns_fd >= 0) {
+		close(home_netns_fd);
+		home_netns_fd = -1;
+	}
 	/* first: what follows is not charged to it */
 	if (e->memcg[0] && (err = memcg_go_home(e)))
 		fprintf(stderr, "leaving the test's memory cgroup: %s\n", strerror(-err));
@@ -504,7 +516,7 @@ const char *env_netns(struct env *e, const char *suffix)
 {
 	char *name;
 
-	cr_assert_lt(e->n_netns, 4);
+	cr_assert_lt(e->n_netns, (int)(sizeof(e->netns) / sizeof(e->netns[0])));
 	name = e->netns[e->n_netns];
 	/* netns names are short: pid and a counter identify the test */
 	snprintf(name, sizeof(e->netns[0]), "lt%d-%d-%d%s", getppid(), getpid(), e->n_netns, suffix);
@@ -522,7 +534,9 @@ void netns_switch(const char *ns)
 	if (host_netns_fd < 0)
 		host_netns_fd = open("/proc/self/ns/net", O_RDONLY);
 	if (!ns) {
-		cr_assert_eq(setns(host_netns_fd, CLONE_NEWNET), 0, "setns back: %s", strerror(errno));
+		int back = home_netns_fd >= 0 ? home_netns_fd : host_netns_fd;
+
+		cr_assert_eq(setns(back, CLONE_NEWNET), 0, "setns back: %s", strerror(errno));
 		return;
 	}
 	snprintf(path, sizeof(path), "/run/netns/%s", ns);

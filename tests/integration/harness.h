@@ -23,7 +23,7 @@ struct env {
 	char cgroot[PATH_MAX];
 	char cgroup[PATH_MAX];
 	char pin[PATH_MAX];
-	char netns[4][64];
+	char netns[8][64]; /* [0]: the test's own, where it starts (env_up) */
 	int n_netns;
 	int entered;
 	int loaded;

@@ -117,6 +117,38 @@ Test(shortcut, v4_mapped_dual_stack_listener)
 	one_connection(AF_INET6, "::", AF_INET, "127.0.0.1");
 }
 
+/*
+ * lism saves the SYN on listeners (the option is read from it), but an
+ * application's own TCP_SAVE_SYN stays: 2 keeps the MAC header too, and the
+ * handshake still reads the option behind it.
+ */
+Test(shortcut, an_applications_save_syn_stays)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int two = 2, v = 0, l, c, sv;
+
+	up(MEASURE);
+	l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	cr_assert_geq(l, 0);
+	cr_assert_eq(setsockopt(l, SOL_TCP, TCP_SAVE_SYN, &two, sizeof(two)), 0, "%s", strerror(errno));
+	cr_assert_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(l, 16), 0);
+	cr_assert_eq(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	len = sizeof(v);
+	cr_assert_eq(getsockopt(l, SOL_TCP, TCP_SAVE_SYN, &v, &len), 0);
+	cr_assert_eq(v, 2, "the listener's TCP_SAVE_SYN is %d after lism saw it listen", v);
+	c = tcp_connect(AF_INET, "127.0.0.1", ntohs(a.sin_port), 1);
+	sv = tcp_accept(l, 1, 5000);
+	assert_confirmed(1);
+	cr_assert_eq(send_all(c, 9, 0, 4096), 0);
+	cr_assert_eq(recv_check(sv, 9, 0, 4096, 5000), 0);
+	close(c);
+	close(sv);
+	close(l);
+	assert_drained();
+}
+
 /* >= 1 GiB, both directions at once, sends of 1 B to 4 MiB. */
 Test(shortcut, gigabyte_both_directions_all_sizes)
 {

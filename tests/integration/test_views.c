@@ -727,6 +727,83 @@ Test(views, set_active_off_keeps_existing_shortcuts)
 	close(s3);
 }
 
+/* Whether status -j says active, and draining. */
+static void expect_active(int active, int draining)
+{
+	struct json_object *j = lism_json("status -j"), *v;
+
+	cr_assert(json_object_object_get_ex(j, "active", &v));
+	cr_assert_eq(json_object_get_boolean(v), active, "active: %s", json_object_to_json_string(j));
+	cr_assert(json_object_object_get_ex(j, "draining", &v));
+	cr_assert_eq(json_object_get_boolean(v), draining, "draining: %s", json_object_to_json_string(j));
+	json_object_put(j);
+}
+
+/* A daemon adopts the instance; @says is what it printed about the device. */
+static void adopt(const char *says)
+{
+	char buf[8192] = "", args[128];
+	int out, st;
+
+	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d", 31000 + getpid() % 1000);
+	child = spawn_lism(args, &out);
+	cr_assert(wait_output(out, buf, sizeof(buf), "running", 5000), "daemon did not start: %s", buf);
+	cr_assert(strstr(buf, "adopting") && strstr(buf, says), "'%s' not in: %s", says, buf);
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	child = -1;
+	close(out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+}
+
+/*
+ * A pod on its way out switches the device off to drain; when connections
+ * outlive its grace period, the unload times out and the instance stays.
+ * The next pod's daemon adopts it and must switch it on again, or new
+ * connections on that node stay on TCP for good.  Off by choice stays off.
+ */
+Test(views, a_daemon_switches_a_drained_instance_on_again)
+{
+	struct lism_snapshot st;
+	int c, s, c2, s2;
+
+	require_root();
+	env_up(&e, NULL);
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	make_senders(&e, c, s);
+	cr_assert_eq(lism(&e, "unload --timeout 1"), LISM_EXIT_BUSY, "the live connection did not hold the unload");
+	expect_active(0, 1);
+	adopt("switched on again");
+	expect_active(1, 0);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
+	snap(&e, &st);
+	cr_assert_eq(st.confirmed, 2, "a new connection after the adoption did not use the shortcut");
+	cr_assert_eq(send_all(c, 5, 0, 5000), 0);
+	cr_assert_eq(recv_check(s, 5, 0, 5000, 5000), 0);
+
+	/* the preStop's drain: the same */
+	cr_assert_eq(lism(&e, "set active drain"), 0);
+	expect_active(0, 1);
+	adopt("switched on again");
+	expect_active(1, 0);
+
+	/* off by the operator's choice: adopted as it is */
+	cr_assert_eq(lism(&e, "set active off"), 0);
+	expect_active(0, 0);
+	adopt("switched off ('lism set active off')");
+	expect_active(0, 0);
+	/* an unload of an instance already off leaves it off, not draining */
+	cr_assert_eq(lism(&e, "unload --timeout 1"), LISM_EXIT_BUSY);
+	expect_active(0, 0);
+	cr_assert_eq(lism(&e, "set active on"), 0);
+	expect_active(1, 0);
+	close(c);
+	close(s);
+	close(c2);
+	close(s2);
+}
+
 /* kill -9 of the daemon in the middle of a transfer: bytes keep flowing, a restart adopts. */
 Test(views, sigkill_of_the_daemon_mid_transfer)
 {

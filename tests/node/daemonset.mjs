@@ -1,6 +1,6 @@
 // Print how the DaemonSet runs lism, as JSON: the container's command and
 // args with $(VAR) filled from its ConfigMap, its added capabilities, its
-// read-only root, and its host-path mounts (as podman -v arguments).  The node simulation starts the
+// read-only root, its pid namespace, and its host-path mounts (as podman -v arguments).  The node simulation starts the
 // image with exactly these.  Usage: node daemonset.mjs DIR (needs js-yaml).
 import fs from "node:fs";
 import path from "node:path";
@@ -34,5 +34,6 @@ console.log(JSON.stringify({
   readOnlyRootFilesystem: !!c.securityContext?.readOnlyRootFilesystem,
   noNewPrivileges: c.securityContext?.allowPrivilegeEscalation === false,
   preStop: (c.lifecycle?.preStop?.exec?.command ?? []).map(fill),
+  hostPID: !!pod.hostPID,
   mounts,
 }));

@@ -122,7 +122,9 @@ mapfile -t args < <(field args | sed -e "s|^--cgroup=/host/cgroup\$|--cgroup=/ho
 mapfile -t prestop < <(field preStop | sed -e "s|^--pin-path=.*|--pin-path=$pin|")
 caps=$(field capsAdd | paste -sd, -)
 # the DaemonSet container's privileges and mounts
-sec_opts=(--pid private --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
+pidns=private
+[ "$(field hostPID)" = true ] && pidns=host
+sec_opts=(--pid "$pidns" --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
 	--security-opt "seccomp=$root/deploy/seccomp/lism.json")
 [ "$(field capsDrop)" = ALL ] && sec_opts+=(--cap-drop ALL)
 sec_opts+=(--cap-add "$caps")
@@ -292,16 +294,27 @@ in_cgroup "$ns_a" curl -fsS -o "$tmp/got3" http://10.96.0.10/blob
 check "curl through the Service IP with the fast path on: sha256 equal" [ "$(sha256sum <"$tmp/got3" | cut -d' ' -f1)" = "$want" ]
 xdp_in --cap-add SYS_ADMIN -- detach >"$tmp/xdp.log" 2>&1 || sed 's/^/node-sim: xdp: /' "$tmp/xdp.log"
 check "lism xdp detach leaves no XDP program ($(xdp_count) left)" [ "$(xdp_count)" = 0 ]
-check "and no pins" [ ! -e "$pin-xdp" ] && [ -z "$(find "$libxdp" -name 'dispatch-*')" ]
+no_xdp_pins() { [ ! -e "$pin-xdp" ] && [ -z "$(find "$libxdp" -name 'dispatch-*')" ]; }
+check "and no pins" no_xdp_pins
 
 # --- the DaemonSet goes away: preStop, then SIGTERM
-lism_in conns >"$tmp/conns.txt" 2>&1
-check "lism conns works inside the container" grep -q '^State' "$tmp/conns.txt"
+# a download held open (200 KB/s of 64 MiB) while lism conns looks for it
+in_cgroup "$ns_a" curl -fsS --limit-rate 200k -o /dev/null http://10.96.0.10/blob &
+held=$!
+for _ in $(seq 50); do
+	lism_in conns >"$tmp/conns.txt" 2>&1
+	grep -q '/curl' "$tmp/conns.txt" && break
+	sleep 0.1
+done
+kill "$held" 2>/dev/null
+wait "$held" 2>/dev/null
+check "lism conns inside the container lists the download's curl (the host's processes)" \
+	grep -q '/curl' "$tmp/conns.txt"
 progs_running=$(lism_progs)
 check "the container's programs are loaded ($progs_before before, $progs_running now)" \
 	[ "$progs_running" -gt "$progs_before" ]
 podman exec "$ctr" "${prestop[@]}" >/dev/null
-check "preStop switched the device off" [ "$(lism_in status -j | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).active))')" = false ]
+check "preStop switched the device off to drain" [ "$(lism_in status -j | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const j=JSON.parse(s);console.log(j.active+"/"+j.draining)})')" = false/true ]
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 wait 2>/dev/null
 pids=()

@@ -97,6 +97,9 @@ Test(cli, operator_commands)
 	cr_assert_eq(parse("set active off", &o, err), LISM_EXIT_OK, "%s", err);
 	cr_assert_eq(o.set_key, LISM_SET_ACTIVE);
 	cr_assert_eq(o.set_value, 0);
+	cr_assert_eq(parse("set active drain", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.set_key, LISM_SET_ACTIVE);
+	cr_assert_eq(o.set_value, LISM_ACTIVE_DRAIN);
 	cr_assert_eq(parse("set max-dmbs 64 --pin-path /sys/fs/bpf/x", &o, err), LISM_EXIT_OK, "%s", err);
 	cr_assert_eq(o.set_key, LISM_SET_MAX_DMBS);
 	cr_assert_eq(o.set_value, 64);
@@ -229,8 +232,9 @@ Test(cli, rejects_invalid_input)
 		{ "load --exclude-cidr 10.0.0.0/8,", "--exclude-cidr" },
 		{ "load --include-port -1", "--include-port" },
 		{ "status --exclude-port 80", "does not apply" },
-		{ "set", "expected 'active on|off'" },
-		{ "set active maybe", "not on or off" },
+		{ "set", "expected 'active on|off|drain'" },
+		{ "set active maybe", "not on, off or drain" },
+		{ "set churn-detect drain", "not on or off" },
 		{ "set max-dmbs 0", "max-dmbs" },
 		{ "set max-dmbs -1", "unknown option" },
 		{ "set speed 11", "unknown setting 'speed'" },

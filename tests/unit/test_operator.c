@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bpf_time.h"
 #include "cli.h"
@@ -708,4 +709,31 @@ Test(bpf_time, says_what_bpf_stats_counted_and_what_they_cost)
 	cr_assert_str_eq(lism_prog_name(LISM_PROG_DATA_PATH), "data_path");
 	cr_assert_str_eq(lism_prog_name(LISM_PROG_BACKSTOP), "backstop");
 	cr_assert_str_eq(lism_prog_name(LISM_PROG_MAX), "?");
+}
+
+/* lism conns says when it runs in a nested pid namespace (a pod without hostPID). */
+Test(conns, nested_pid_namespace_from_nspid)
+{
+	static const struct {
+		const char *status;
+		int nested;
+	} cases[] = {
+		{ "Name:\tlism\nNSpid:\t4242\nNSsid:\t1\n", 0 },
+		{ "Name:\tlism\nNSpid:\t4242\t17\n", 1 },
+		{ "Name:\tlism\nNSpid:\t4242 17 3\n", 1 },
+		{ "Name:\tlism\nPid:\t4242\n", -1 }, /* a kernel without NSpid */
+	};
+	char path[] = "/tmp/lism-unit-status-XXXXXX";
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd = mkstemp(path);
+
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(write(fd, cases[i].status, strlen(cases[i].status)), (ssize_t)strlen(cases[i].status));
+		close(fd);
+		cr_assert_eq(lism_pidns_nested(path), cases[i].nested, "%s", cases[i].status);
+		unlink(path);
+		strcpy(path, "/tmp/lism-unit-status-XXXXXX");
+	}
+	cr_assert_eq(lism_pidns_nested("/nonexistent/status"), -1);
 }
