@@ -29,6 +29,11 @@ run() { # name, command...
 	passed=$((passed + p))
 	failed=$((failed + f + c))
 	[ "$rc" -eq 0 ] && [ "$f" -eq 0 ] && [ "$c" -eq 0 ] || status=1
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && [ "$c" -eq 0 ]; then
+		# the summary line must not say 0 failed for a suite that failed
+		echo "$name: exit $rc with no failing test: counted as a failure"
+		failed=$((failed + 1))
+	fi
 	# LeakSanitizer reports at worker exit, after Criterion took the test's result
 	if printf '%s\n' "$out" | grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:'; then
 		echo "$name: sanitizer report above: counted as a failure"
@@ -55,6 +60,10 @@ run_counted() { # name, command...
 	passed=$((passed + $(cut -d' ' -f1 <<<"$line")))
 	failed=$((failed + $(cut -d' ' -f3 <<<"$line")))
 	[ "$rc" -eq 0 ] || status=1
+	if [ "$rc" -ne 0 ] && [ "$(cut -d' ' -f3 <<<"$line")" -eq 0 ]; then
+		echo "$name: exit $rc with no failing test: counted as a failure"
+		failed=$((failed + 1))
+	fi
 }
 
 run unit "$build/tests/unit" --jobs 2

@@ -489,7 +489,11 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 	while ((c = getopt_long(ac, av, ":jwvh", longopts, NULL)) != -1) {
 		const char *arg = optarg, *optname = av[optind - 1];
 
-		if (c == '?' && optopt)
+		/* a long option given a value it takes none of (--force=1): optopt is its code */
+		if (c == '?' && !strncmp(optname, "--", 2) && strchr(optname, '='))
+			return fail(err, errlen, "%s: option '%.*s' takes no value", cmdname,
+				    (int)(strchr(optname, '=') - optname), optname);
+		if (c == '?' && optopt > 0 && optopt < 128)
 			return fail(err, errlen, "%s: unknown option '-%c'", cmdname, optopt);
 		if (c == '?')
 			return fail(err, errlen, "%s: unknown option '%s'", cmdname, optname);

@@ -381,6 +381,20 @@ out:
 	return err;
 }
 
+/*
+ * A task name is whatever bytes PR_SET_NAME was given, cut at 15: control
+ * bytes would reach the terminal, and a cut multi-byte character (or any
+ * non-UTF-8) would make `conns -j` invalid JSON.  Printable ASCII stays.
+ */
+void lism_comm_printable(char *comm, size_t len)
+{
+	for (size_t i = 0; i < len && comm[i]; i++)
+		if ((unsigned char)comm[i] < 0x20 || (unsigned char)comm[i] > 0x7e)
+			comm[i] = '?';
+	if (len)
+		comm[len - 1] = '\0';
+}
+
 int lism_conns_collect(const struct lism_instance *in, struct lism_conn **out, size_t *n)
 {
 	struct lism_sock_row *rows;
@@ -405,6 +419,7 @@ int lism_conns_collect(const struct lism_instance *in, struct lism_conn **out, s
 		if (i && rows[i].cookie == rows[i - 1].cookie)
 			continue; /* the same socket in another fd or process */
 		conns[k].row = rows[i];
+		lism_comm_printable(conns[k].row.comm, sizeof(conns[k].row.comm));
 		conns[k].has_me = read_entry(in->dmbs_fd, rows[i].st.token, &conns[k].me);
 		conns[k].has_peer = read_entry(in->dmbs_fd, rows[i].st.peer_token, &conns[k].peer);
 		k++;

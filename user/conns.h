@@ -47,6 +47,9 @@ int lism_conns_collect(const struct lism_instance *in, struct lism_conn **out, s
 
 int lism_cmd_conns(const struct lism_opts *o);
 
+/* Replace what is not printable ASCII in a task name with '?' (NUL-terminated within @len). */
+void lism_comm_printable(char *comm, size_t len);
+
 /* 1 if the pid namespace of the process whose status is at @status_path is nested, 0 if not, -1 unknown. */
 int lism_pidns_nested(const char *status_path);
 

@@ -225,6 +225,33 @@ out:
 }
 
 /* The periodic summary: what moved since the last one, only if something did. */
+/*
+ * Where summaries and events go: standard output.  With -j only they do:
+ * standard output then carries nothing but JSON lines, and every other
+ * message of the daemon (and of the load it runs) goes to standard error.
+ */
+static FILE *log_out;
+
+/* -j: the log keeps standard output's file; stdout itself writes to standard error from now on. */
+static int json_log_setup(void)
+{
+	int fd;
+
+	fflush(stdout);
+	fd = dup(STDOUT_FILENO);
+	if (fd < 0)
+		return -errno;
+	log_out = fdopen(fd, "w");
+	if (!log_out) {
+		close(fd);
+		return -errno;
+	}
+	setvbuf(log_out, NULL, _IOLBF, 0);
+	if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+		return -errno;
+	return 0;
+}
+
 static void log_summary(const char *pin_path, int json, struct lism_snapshot *prev, int *have_prev,
 			double *last_s)
 {
@@ -244,13 +271,13 @@ static void log_summary(const char *pin_path, int json, struct lism_snapshot *pr
 
 			lism_event_time((__u64)(now * 1e9), lism_mono_to_real_ns(), line, sizeof(line));
 			json_object_object_add(j, "time", json_object_new_string(line));
-			printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+			fprintf(log_out, "%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
 			json_object_put(j);
 		} else {
 			lism_summary_format(&sum, line, sizeof(line));
-			printf("%s\n", line);
+			fprintf(log_out, "%s\n", line);
 		}
-		fflush(stdout);
+		fflush(log_out);
 	}
 	*prev = cur;
 	*have_prev = 1;
@@ -268,7 +295,7 @@ enum follow { FOLLOWING, HELD, FAILING }; /* the events the daemon logs: how it 
 static int follow_events(const char *pin_path, const struct lism_events_opts *eo, struct lism_events **ev,
 			 enum follow *st, int starting)
 {
-	int err = lism_events_open(pin_path, eo, stdout, ev);
+	int err = lism_events_open(pin_path, eo, log_out, ev);
 
 	if (!err) {
 		if (*st != FOLLOWING)
@@ -319,6 +346,11 @@ int lism_cmd_run(const struct lism_opts *o)
 	double now, last_summary, last_xdp;
 	char types[128];
 
+	log_out = stdout;
+	if (o->json && (ret = json_log_setup())) {
+		lism_err("setting up the JSON log failed: %s", strerror(-ret));
+		return LISM_EXIT_FAIL;
+	}
 	/* blocked before anything else: a SIGTERM during the load waits until it is whole */
 	sfd = lism_stop_signals_fd();
 	if (sfd < 0) {

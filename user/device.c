@@ -317,7 +317,7 @@ int lism_cmd_set(const struct lism_opts *o)
 	/* read-modify-write of the device: not while an unload switches it off */
 	lockfd = lism_pin_lock(o->pin_path);
 	if (lockfd < 0) {
-		lism_err("lism is being loaded or unloaded at %s; try again", o->pin_path);
+		lism_pin_lock_failed(o->pin_path, lockfd);
 		ret = LISM_EXIT_STATE;
 		goto out;
 	}

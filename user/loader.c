@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -389,7 +390,7 @@ static int upgrade(const struct lism_opts *o)
 	}
 	lockfd = lism_pin_lock(o->pin_path);
 	if (lockfd < 0) {
-		lism_err("another lism is loading or unloading at %s", o->pin_path);
+		lism_pin_lock_failed(o->pin_path, lockfd);
 		return LISM_EXIT_STATE;
 	}
 	skel = lism_bpf__open();
@@ -455,6 +456,7 @@ int lism_cmd_load(const struct lism_opts *o)
 	struct lism_bpf *skel = NULL;
 	char cgroup[PATH_MAX], path[PATH_MAX], missing[1024];
 	int err, ret = LISM_EXIT_FAIL, cgfd = -1, lockfd = -1, created = 0, n_scope;
+	sigset_t stop, old_mask;
 	struct bpf_map *map;
 
 	ret = check_privileges();
@@ -470,6 +472,19 @@ int lism_cmd_load(const struct lism_opts *o)
 		return LISM_EXIT_ENV;
 	}
 	if (!lism_pin_join(path, sizeof(path), o->pin_path, "device") && !access(path, F_OK)) {
+		struct lism_instance in;
+		struct lism_device d;
+
+		if (!lism_instance_open(&in, o->pin_path)) {
+			int unfinished = !lism_device_read(&in, &d) && d.layout == 0;
+
+			lism_instance_close(&in);
+			if (unfinished) {
+				lism_err("%s holds the pins of a load that did not finish", o->pin_path);
+				lism_hint("remove them with 'lism unload --pin-path %s', then load", o->pin_path);
+				return LISM_EXIT_STATE;
+			}
+		}
 		if (o->upgrade)
 			return upgrade(o);
 		lism_err("lism is already loaded at %s", o->pin_path);
@@ -500,6 +515,18 @@ int lism_cmd_load(const struct lism_opts *o)
 	}
 
 	ret = LISM_EXIT_FAIL;
+	/*
+	 * From the first pin to the last, a Ctrl-C or a SIGTERM waits: libbpf
+	 * pins the maps before the verifier runs, and an instance cut off
+	 * there has pins but no device (only SIGKILL can still do that: unload
+	 * removes such leftovers).  A signal that came meanwhile acts after.
+	 */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &stop, &old_mask);
 	cgfd = open(cgroup, O_RDONLY | O_DIRECTORY);
 	if (cgfd < 0) {
 		lism_err("opening cgroup %s failed: %s", cgroup, strerror(errno));
@@ -511,7 +538,7 @@ int lism_cmd_load(const struct lism_opts *o)
 	}
 	lockfd = lism_pin_lock(o->pin_path);
 	if (lockfd < 0) {
-		lism_err("another lism is loading or unloading at %s", o->pin_path);
+		lism_pin_lock_failed(o->pin_path, lockfd);
 		ret = LISM_EXIT_STATE;
 		goto cleanup;
 	}
@@ -605,6 +632,7 @@ cleanup:
 		close(lockfd);
 	if (cgfd >= 0)
 		close(cgfd);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	return ret;
 }
 
@@ -661,11 +689,28 @@ int lism_cmd_unload(const struct lism_opts *o)
 	}
 	lockfd = lism_pin_lock(o->pin_path);
 	if (lockfd < 0) {
-		lism_err("another lism is loading or unloading at %s", o->pin_path);
+		lism_pin_lock_failed(o->pin_path, lockfd);
 		lism_instance_close(&in);
 		return LISM_EXIT_STATE;
 	}
 	err = lism_device_read(&in, &d);
+	if (!err && d.layout == 0) {
+		/*
+		 * A load killed before it wrote the device (SIGKILL while the
+		 * verifier ran): its maps are pinned, nothing was attached through
+		 * a pin, no socket ever used them.
+		 */
+		printf("lism: %s holds the pins of a load that did not finish: removing them\n", o->pin_path);
+		err = remove_instance(&in);
+		if (err) {
+			lism_err("removing %s failed: %s", o->pin_path, strerror(-err));
+			ret = LISM_EXIT_FAIL;
+			goto out;
+		}
+		printf("lism: unloaded from %s\n", o->pin_path);
+		ret = LISM_EXIT_OK;
+		goto out;
+	}
 	if (err || d.layout != LISM_LAYOUT_VERSION) {
 		lism_err("the pins at %s are not of this lism's layout (found %u, want %u)", o->pin_path,
 			 err ? 0 : d.layout, LISM_LAYOUT_VERSION);
@@ -716,17 +761,17 @@ int lism_cmd_unload(const struct lism_opts *o)
 					s.shortcut_sockets);
 				break;
 			}
-			lism_err("%u sockets still use the shortcut after %us; lism stays loaded but "
-				 "inactive (new connections use TCP)",
-				 s.shortcut_sockets, o->timeout_s);
+			lism_err("%u sockets still use the shortcut (%lld DMBs in use) after %us; lism stays "
+				 "loaded but inactive (new connections use TCP)",
+				 s.shortcut_sockets, (long long)s.usage.dmbs_in_use, o->timeout_s);
 			lism_hint("rerun 'lism unload' once they close, raise --timeout, or use --force "
 				  "(their unread bytes would be lost)");
 			ret = LISM_EXIT_BUSY;
 			goto out;
 		}
 		if (lism_mono_s() >= next_note) {
-			printf("lism: waiting for %u sockets to leave the shortcut...\n",
-			       s.shortcut_sockets);
+			printf("lism: waiting for %u sockets to leave the shortcut (%lld DMBs in use)...\n",
+			       s.shortcut_sockets, (long long)s.usage.dmbs_in_use);
 			fflush(stdout);
 			next_note = lism_mono_s() + 5;
 		}

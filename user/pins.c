@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lism/fastpath.h"
+#include "log.h"
 #include "pins.h"
 
 int lism_pin_join(char *out, size_t outlen, const char *dir, const char *name)
@@ -156,6 +157,16 @@ int lism_is_mount_point(const char *path)
 int lism_pin_lock(const char *dir)
 {
 	return lism_flock(dir, O_DIRECTORY);
+}
+
+void lism_pin_lock_failed(const char *dir, int err)
+{
+	if (err == -EWOULDBLOCK) {
+		lism_err("another lism is loading or unloading at %s", dir);
+		lism_hint("try again once it is done");
+	} else {
+		lism_err("locking the pin directory %s failed: %s", dir, strerror(-err));
+	}
 }
 
 int lism_flock(const char *path, int oflags)

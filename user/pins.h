@@ -58,6 +58,8 @@ int lism_is_mount_point(const char *path);
 
 /* Exclusive lock on the pin directory against a concurrent load/unload; fd or -errno. */
 int lism_pin_lock(const char *dir);
+/* Say why lism_pin_lock(@dir) failed with @err: another lism holds it, or the error itself. */
+void lism_pin_lock_failed(const char *dir, int err);
 /* flock(LOCK_EX | LOCK_NB) on @path opened O_RDONLY | @oflags; the fd (close it to unlock) or -errno (-EWOULDBLOCK: held). */
 int lism_flock(const char *path, int oflags);
 

@@ -188,7 +188,7 @@ int lism_cmd_stats(const struct lism_opts *o)
 		err = lism_percpu_zero(in.stats_fd);
 		if (!err)
 			err = lism_percpu_zero(in.reasons_fd);
-		if (!err)
+		if (!err && in.sizes_fd >= 0) /* absent from older instances */
 			err = lism_percpu_zero(in.sizes_fd);
 		lism_instance_close(&in);
 		if (err) {

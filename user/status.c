@@ -215,6 +215,11 @@ int lism_cmd_status(const struct lism_opts *o)
 		lism_err("reading the instance at %s failed: %s", o->pin_path, strerror(-err));
 		return LISM_EXIT_FAIL;
 	}
+	if (!s.dev.layout) {
+		lism_err("%s holds the pins of a load that did not finish", o->pin_path);
+		lism_hint("remove them with 'lism unload --pin-path %s'", o->pin_path);
+		return LISM_EXIT_STATE;
+	}
 	if (s.dev.layout != LISM_LAYOUT_VERSION) {
 		lism_err("the pins at %s have layout %u, this lism reads %u", o->pin_path, s.dev.layout,
 			 LISM_LAYOUT_VERSION);

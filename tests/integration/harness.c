@@ -108,6 +108,29 @@ void write_file(const char *path, const char *s)
 	cr_assert_eq(n, (ssize_t)strlen(s), "write %s: %s", path, strerror(errno));
 }
 
+/*
+ * Where this process sits in the cgroup2 hierarchy (/proc/self/cgroup's
+ * "0::" line): the test goes back there, not to the root (a CI job's own
+ * cgroup must keep its processes).
+ */
+static void cgroup_home(const char *cgroot, char *out, size_t len)
+{
+	char line[PATH_MAX + 8];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	int found = 0;
+
+	cr_assert_not_null(f, "/proc/self/cgroup: %s", strerror(errno));
+	while (!found && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = '\0';
+			cr_assert_lt(snprintf(out, len, "%s%s", cgroot, strcmp(line + 3, "/") ? line + 3 : ""),
+				     (int)len);
+			found = 1;
+		}
+	fclose(f);
+	cr_assert(found, "no cgroup2 line in /proc/self/cgroup");
+}
+
 void env_up(struct env *e, const char *load_args)
 {
 	static int seq;
@@ -119,6 +142,7 @@ void env_up(struct env *e, const char *load_args)
 		     "no cgroup2 mount");
 	cr_assert_lt(snprintf(e->cgroup, sizeof(e->cgroup), "%s/%s", e->cgroot, e->name),
 		     (int)sizeof(e->cgroup));
+	cgroup_home(e->cgroot, e->cghome, sizeof(e->cghome));
 	snprintf(e->pin, sizeof(e->pin), "/sys/fs/bpf/%s", e->name);
 	if (lism_is_bpffs("/sys/fs/bpf") != 1)
 		cr_assert_eq(sh("mount -t bpf bpf /sys/fs/bpf"), 0, "cannot mount bpffs");
@@ -171,7 +195,7 @@ void env_leave(struct env *e)
 {
 	if (!e->entered)
 		return;
-	cgroup_join(e->cgroot);
+	cgroup_join(e->cghome);
 	e->entered = 0;
 }
 
@@ -351,7 +375,7 @@ void env_down(struct env *e)
 	if (e->memcg[0] && (err = memcg_go_home(e)))
 		fprintf(stderr, "leaving the test's memory cgroup: %s\n", strerror(-err));
 	if (e->entered) {
-		if ((err = cgroup_procs_self(e->cgroot)))
+		if ((err = cgroup_procs_self(e->cghome)))
 			fprintf(stderr, "leaving the test cgroup: %s\n", strerror(-err));
 		e->entered = 0;
 	}

@@ -22,6 +22,7 @@ struct env {
 	char name[64];
 	char cgroot[PATH_MAX];
 	char cgroup[PATH_MAX];
+	char cghome[PATH_MAX]; /* the cgroup2 directory the test process came from (env_leave goes back) */
 	char pin[PATH_MAX];
 	char netns[8][64]; /* [0]: the test's own, where it starts (env_up) */
 	int n_netns;

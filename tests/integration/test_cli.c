@@ -21,6 +21,10 @@ static struct env e;
 
 static void down(void)
 {
+	/* what a failed load_refuses_what_it_cannot_use left behind (its names carry this pid) */
+	sh("umount /tmp/lism-t-%d-bpffs 2>/dev/null; rmdir /tmp/lism-t-%d-bpffs 2>/dev/null; "
+	   "rm -rf /sys/fs/bpf/lism-t-%d-other /sys/fs/bpf/lism-t-%d-none",
+	   getpid(), getpid(), getpid(), getpid());
 	env_down(&e);
 }
 
@@ -462,6 +466,68 @@ Test(cli, another_layout_is_refused)
 	d.layout = LISM_LAYOUT_VERSION;
 	cr_assert_eq(lism_device_write(&in, &d), 0);
 	lism_instance_close(&in);
+}
+
+/*
+ * A load killed after libbpf pinned its maps but before it wrote the device
+ * (SIGKILL while the verifier runs) leaves pins with layout 0: every command
+ * names them, and unload removes them.  Here the device is zeroed by hand.
+ */
+Test(cli, unload_removes_what_an_unfinished_load_left)
+{
+	struct lism_instance in;
+	struct lism_device d = { 0 };
+	char out[4096], args[PATH_MAX + 64];
+
+	require_root();
+	env_up(&e, NULL);
+	cr_assert_eq(lism_instance_open(&in, e.pin), 0);
+	cr_assert_eq(lism_device_write(&in, &d), 0);
+	lism_instance_close(&in);
+	snprintf(args, sizeof(args), "load --cgroup %s", e.cgroup);
+	expect(lism_out(&e, "status", out, sizeof(out)), LISM_EXIT_STATE, out, "a load that did not finish");
+	expect(lism_out(&e, args, out, sizeof(out)), LISM_EXIT_STATE, out, "a load that did not finish");
+	expect(lism_out(&e, "unload", out, sizeof(out)), 0, out, "unloaded from");
+	cr_assert_eq(access(e.pin, F_OK), -1, "unload left %s", e.pin);
+	e.loaded = 0;
+	expect(lism_out(&e, args, out, sizeof(out)), 0, out, "lism: loaded at");
+	e.loaded = 1;
+}
+
+/*
+ * SIGTERM or Ctrl-C during a load waits until the load is done: what is
+ * pinned is a whole instance or nothing, wherever the signal lands.
+ */
+Test(cli, a_signal_during_load_leaves_a_whole_instance_or_nothing)
+{
+	char out[4096], cmd[16384];
+	const char *bin = getenv("LISM_BIN") ? getenv("LISM_BIN") : "build/lism";
+	static const int delays_ms[] = { 20, 60, 120, 250, 500 };
+
+	require_root();
+	env_up(&e, NULL);
+	cr_assert_eq(lism(&e, "unload"), 0);
+	e.loaded = 0;
+	for (size_t i = 0; i < sizeof(delays_ms) / sizeof(delays_ms[0]); i++) {
+		int outfd, st;
+		pid_t p;
+
+		cr_assert_lt(snprintf(cmd, sizeof(cmd), "exec %s load --cgroup %s --pin-path %s", bin, e.cgroup,
+				      e.pin),
+			     (int)sizeof(cmd));
+		p = spawn_sh(cmd, &outfd);
+		usleep(delays_ms[i] * 1000);
+		kill(p, SIGTERM);
+		waitpid(p, &st, 0);
+		close(outfd);
+		if (access(e.pin, F_OK))
+			continue; /* it died before the first pin */
+		/* whatever is pinned is a whole instance: status reads it, unload removes it */
+		cr_assert_eq(lism_out(&e, "status", out, sizeof(out)), 0, "after SIGTERM at %d ms: %s", delays_ms[i],
+			     out);
+		cr_assert_eq(lism_out(&e, "unload", out, sizeof(out)), 0, "%s", out);
+		cr_assert_eq(access(e.pin, F_OK), -1);
+	}
 }
 
 /* lism unload in the middle of a transfer: the transfer finishes exact, then unload does. */

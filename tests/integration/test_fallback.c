@@ -148,8 +148,10 @@ Test(fallback, blocking_half_close_client_gets_its_reply)
 	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
 	pid = fork();
 	if (pid == 0) { /* the server: read the request to EOF, answer late */
-		int fd = tcp_accept(l, 0, 5000);
+		int fd = tcp_accept_try(l, 0, 5000); /* a child must not cr_assert: its fini would run here */
 
+		if (fd < 0)
+			_exit(1);
 		if (recv_check(fd, 21, 0, 100, 5000))
 			_exit(2);
 		if (recv(fd, buf, sizeof(buf), 0) != 0)

@@ -131,6 +131,21 @@ static struct lism_dmb proposed_entry(void)
 	return found;
 }
 
+/* Until @n fallbacks of @reason were counted (the SYNs sent took their way through the stack). */
+static void wait_reason(unsigned int reason, __u64 n)
+{
+	struct lism_snapshot st;
+
+	for (int waited = 0; waited < 5000; waited += 20) {
+		snap(&e, &st);
+		if (st.reasons[reason] >= n)
+			return;
+		usleep(20000);
+	}
+	cr_assert_fail("%llu fallbacks of reason %u, want %llu", (unsigned long long)st.reasons[reason], reason,
+		       (unsigned long long)n);
+}
+
 Test(security, forged_syns_with_a_live_token_never_pair)
 {
 	const char *a, *b, *f;
@@ -167,7 +182,7 @@ Test(security, forged_syns_with_a_live_token_never_pair)
 		forge_syn("10.77.0.3", 40000 + i, "10.77.0.2", port, gid, s_entry.token,
 			  s_entry.isn + 1000 + i);
 	netns_switch(NULL);
-	usleep(200000);
+	wait_reason(LISM_R_HANDSHAKE_INVALID, 5);
 	cr_assert(dmb_lookup(&e, s_entry.token, &now), "the proposal vanished");
 	cr_assert_eq(now.peer_token, 0, "a forged SYN claimed the client's token");
 	snap(&e, &st);
@@ -188,7 +203,7 @@ Test(security, forged_syns_with_a_live_token_never_pair)
 	netns_switch(f);
 	forge_syn("10.77.0.3", 41000, "10.77.0.2", port, gid, s_entry.token, s_entry.isn);
 	netns_switch(NULL);
-	usleep(200000);
+	wait_reason(LISM_R_TOKEN_CLAIMED, 1);
 	snap(&e, &st);
 	cr_assert_eq(st.confirmed, 1);
 	cr_assert_eq(st.usage.dmbs_in_use, 2);
@@ -203,28 +218,38 @@ Test(security, forged_syns_with_a_live_token_never_pair)
 	close(l);
 }
 
-/* A SYN with our option from a namespace whose address is out of scope: no answer at all. */
+/*
+ * A client whose own address is out of scope proposes to an in-scope
+ * server (its destination is in scope): the server gives no answer at all,
+ * though the token is live and the addresses match.
+ */
 Test(security, out_of_scope_sources_get_no_answer)
 {
 	const char *a, *b, *f;
 	struct lism_snapshot st;
-	int l, port = 7001;
+	int l, c, sv, port = 7001;
 
 	require_root();
-	env_up(&e, "--local-cidr 10.77.0.0/30"); /* .1 and .2 local, .3 is not */
+	env_up(&e, "--local-cidr 10.77.0.1/32,10.77.0.2/32"); /* .1 and .2 local, .3 not */
 	three_pods(&a, &b, &f);
 	env_enter(&e);
 	netns_switch(b);
 	l = tcp_listen(AF_INET, "10.77.0.2", &port, 1);
 	netns_switch(f);
-	snap(&e, &st);
-	forge_syn("10.77.0.3", 42000, "10.77.0.2", port, lism_be64_load(st.dev.gid),
-		  0x8000000100000000ull, 12345);
+	c = tcp_connect(AF_INET, "10.77.0.2", port, 1);
+	sv = tcp_accept(l, 1, 5000);
 	netns_switch(NULL);
-	usleep(200000);
 	snap(&e, &st);
-	cr_assert_eq(st.stats[LISM_S_ACCEPTS_SENT], 0);
-	cr_assert_eq(st.usage.dmbs_in_use, 0);
+	cr_assert_eq(st.stats[LISM_S_PROPOSALS_SENT], 1, "the client did not propose (its destination is in scope)");
+	cr_assert_eq(st.stats[LISM_S_PROPOSALS_RECV], 1, "the server did not see the proposal");
+	cr_assert_eq(st.stats[LISM_S_ACCEPTS_SENT], 0, "a source out of scope got an answer");
+	cr_assert_eq(st.reasons[LISM_R_PEER_NO_LISM], 1, "the client did not fall back for want of an answer");
+	cr_assert_eq(st.confirmed, 0);
+	cr_assert_eq(send_all(c, 14, 0, 1000), 0);
+	cr_assert_eq(recv_check(sv, 14, 0, 1000, 5000), 0);
+	close(c);
+	close(sv);
 	close(l);
+	cr_assert_eq(wait_drained(&e, 3000), 0);
 	(void)a;
 }

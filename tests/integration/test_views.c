@@ -245,6 +245,25 @@ static pid_t spawn_lism(const char *args, int *out)
 	return spawn_sh(cmd, out);
 }
 
+/* Wait until type @type's lease in the event_readers map runs (a reader has opened). */
+static int wait_lease(__u32 type, int ms)
+{
+	int fd = lism_pin_open(e.pin, "event_readers");
+	__u64 until = 0;
+
+	cr_assert_geq(fd, 0, "event_readers: %s", strerror(-fd));
+	for (int waited = 0; waited <= ms; waited += 20) {
+		cr_assert_eq(bpf_map_lookup_elem(fd, &type, &until), 0);
+		if (until > lism_mono_ns()) {
+			close(fd);
+			return 0;
+		}
+		usleep(20000);
+	}
+	close(fd);
+	return -1;
+}
+
 Test(views, events_json_delivers_confirm_and_close)
 {
 	char buf[65536] = "", tok[32];
@@ -253,7 +272,9 @@ Test(views, events_json_delivers_confirm_and_close)
 	require_root();
 	env_up(&e, NULL);
 	child = spawn_lism("events -j", &out);
-	usleep(300000); /* let it open the ring buffer */
+	/* events are emitted only for a reader: wait for its leases */
+	cr_assert_eq(wait_lease(LISM_EV_CONFIRM, 3000), 0);
+	cr_assert_eq(wait_lease(LISM_EV_CLOSE, 3000), 0);
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
 	cr_assert(wait_output(out, buf, sizeof(buf), "\"type\":\"confirm\"", 3000), "no confirm: %s", buf);
@@ -334,25 +355,6 @@ static void confirmed_connection(void)
 	env_leave(&e);
 	close(c);
 	close(s);
-}
-
-/* Wait until type @type's lease in the event_readers map runs (a reader has opened). */
-static int wait_lease(__u32 type, int ms)
-{
-	int fd = lism_pin_open(e.pin, "event_readers");
-	__u64 until = 0;
-
-	cr_assert_geq(fd, 0, "event_readers: %s", strerror(-fd));
-	for (int waited = 0; waited <= ms; waited += 20) {
-		cr_assert_eq(bpf_map_lookup_elem(fd, &type, &until), 0);
-		if (until > lism_mono_ns()) {
-			close(fd);
-			return 0;
-		}
-		usleep(20000);
-	}
-	close(fd);
-	return -1;
 }
 
 Test(views, events_are_emitted_only_for_a_reader_and_the_types_it_follows)
@@ -725,6 +727,39 @@ Test(views, set_active_off_keeps_existing_shortcuts)
 	close(s2);
 	close(c3);
 	close(s3);
+}
+
+/* lism run -j: standard output carries JSON lines only (log pipelines parse each line). */
+Test(views, run_json_writes_only_json_lines_to_stdout)
+{
+	char buf[65536] = "", args[160], *line, *save;
+	int out, st, c, s, lines = 0;
+
+	require_root();
+	env_up(&e, NULL);
+	snprintf(args, sizeof(args), "run -j --metrics-addr 127.0.0.1:%d --log-interval 1 --log-events all 2>/dev/null",
+		 32000 + getpid() % 1000);
+	child = spawn_lism(args, &out);
+	cr_assert_eq(wait_lease(LISM_EV_CONFIRM, 5000), 0, "the daemon does not follow the events");
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
+	cr_assert(wait_output(out, buf, sizeof(buf), "\"type\":\"confirm\"", 3000), "no confirm: %s", buf);
+	cr_assert(wait_output(out, buf, sizeof(buf), "\"type\":\"summary\"", 3000), "no summary: %s", buf);
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	child = -1;
+	(void)wait_output(out, buf, sizeof(buf), "\n\n", 200); /* whatever came last */
+	close(out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save), lines++) {
+		struct json_object *j = json_tokener_parse(line);
+
+		cr_assert(j && json_object_is_type(j, json_type_object), "not a JSON object: '%s'", line);
+		json_object_put(j);
+	}
+	cr_assert_geq(lines, 2);
+	close(c);
+	close(s);
 }
 
 /* Whether status -j says active, and draining. */

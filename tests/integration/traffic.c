@@ -107,7 +107,7 @@ int tcp_listen(int family, const char *addr, int *port, int nonblock)
 	return fd;
 }
 
-int tcp_connect(int family, const char *addr, int port, int nonblock)
+int tcp_connect_try(int family, const char *addr, int port, int nonblock)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = make_addr(family, addr, port, &ss);
@@ -115,27 +115,50 @@ int tcp_connect(int family, const char *addr, int port, int nonblock)
 	int fd, err = 0;
 
 	fd = socket(family, SOCK_STREAM | (nonblock ? SOCK_NONBLOCK : 0), 0);
-	cr_assert_geq(fd, 0, "socket: %s", strerror(errno));
+	if (fd < 0)
+		return -errno;
 	if (connect(fd, (struct sockaddr *)&ss, len)) {
-		cr_assert_eq(errno, EINPROGRESS, "connect %s:%d: %s", addr, port, strerror(errno));
-		p.fd = fd;
-		p.events = POLLOUT;
-		cr_assert_eq(poll(&p, 1, 5000), 1, "connect %s:%d timed out", addr, port);
-		len = sizeof(err);
-		getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-		cr_assert_eq(err, 0, "connect %s:%d: %s", addr, port, strerror(err));
+		err = errno;
+		if (err == EINPROGRESS) {
+			p.fd = fd;
+			p.events = POLLOUT;
+			len = sizeof(err);
+			err = poll(&p, 1, 5000) == 1 ? 0 : ETIMEDOUT;
+			if (!err)
+				getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		}
+	}
+	if (err) {
+		close(fd);
+		return -err;
 	}
 	return fd;
 }
 
-int tcp_accept(int lfd, int nonblock, int timeout_ms)
+int tcp_connect(int family, const char *addr, int port, int nonblock)
+{
+	int fd = tcp_connect_try(family, addr, port, nonblock);
+
+	cr_assert_geq(fd, 0, "connect %s:%d: %s", addr, port, strerror(-fd));
+	return fd;
+}
+
+int tcp_accept_try(int lfd, int nonblock, int timeout_ms)
 {
 	struct pollfd p = { .fd = lfd, .events = POLLIN };
 	int fd;
 
-	cr_assert_eq(poll(&p, 1, timeout_ms), 1, "accept timed out");
+	if (poll(&p, 1, timeout_ms) != 1)
+		return -ETIMEDOUT;
 	fd = accept4(lfd, NULL, NULL, nonblock ? SOCK_NONBLOCK : 0);
-	cr_assert_geq(fd, 0, "accept: %s", strerror(errno));
+	return fd < 0 ? -errno : fd;
+}
+
+int tcp_accept(int lfd, int nonblock, int timeout_ms)
+{
+	int fd = tcp_accept_try(lfd, nonblock, timeout_ms);
+
+	cr_assert_geq(fd, 0, "accept: %s", strerror(-fd));
 	return fd;
 }
 

@@ -12,6 +12,9 @@ int tcp_listen(int family, const char *addr, int *port, int nonblock);
 int tcp_connect(int family, const char *addr, int port, int nonblock);
 /* Accept one connection within @timeout_ms; the socket gets the requested mode. */
 int tcp_accept(int lfd, int nonblock, int timeout_ms);
+/* The same without asserting (threads and forked children must not): fd or -errno. */
+int tcp_connect_try(int family, const char *addr, int port, int nonblock);
+int tcp_accept_try(int lfd, int nonblock, int timeout_ms);
 void set_nonblock(int fd, int on);
 /* Connected, established pair over @addr: *c client, *s server end. */
 void tcp_pair(int family, const char *addr, int nonblock, int *c, int *s);

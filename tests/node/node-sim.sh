@@ -80,6 +80,10 @@ cleanup() {
 	rm -rf "$pin" 2>/dev/null
 	for ns in "$ns_a" "$ns_b" "$ns_c" "$ns_node"; do ip netns del "$ns" 2>/dev/null; done
 	[ -d "$cg" ] && rmdir "$cg" 2>/dev/null
+	# podman's cgroups for the containers (--cgroup-parent), in every hierarchy
+	for d in "$cgroot/$ctr-podman" /sys/fs/cgroup/*/"$ctr-podman"; do
+		[ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+	done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -120,11 +124,16 @@ mapfile -t args < <(field args | sed -e "s|^--cgroup=/host/cgroup\$|--cgroup=/ho
 	-e "s|^--pin-path=.*|--pin-path=$pin|" -e "s|^--metrics-addr=.*|--metrics-addr=127.0.0.1:$port|" \
 	-e "s|^--log-interval=.*|--log-interval=1|")
 mapfile -t prestop < <(field preStop | sed -e "s|^--pin-path=.*|--pin-path=$pin|")
+# never the host's cgroup root or pins: the rewrites above must have taken
+printf '%s\n' "${args[@]}" | grep -qx -- "--cgroup=/host/cgroup/$cg_name" &&
+	printf '%s\n' "${args[@]}" | grep -qx -- "--pin-path=$pin" ||
+	{ bad "the DaemonSet's --cgroup or --pin-path changed form: not rewritten to the test's own"; finish; }
 caps=$(field capsAdd | paste -sd, -)
 # the DaemonSet container's privileges and mounts
 pidns=private
 [ "$(field hostPID)" = true ] && pidns=host
-sec_opts=(--pid "$pidns" --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
+# --cgroup-parent: podman's own cgroups under a name of this run (cleanup removes them)
+sec_opts=(--pid "$pidns" --cgroup-parent "/$ctr-podman" --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
 	--security-opt "seccomp=$root/deploy/seccomp/lism.json")
 [ "$(field capsDrop)" = ALL ] && sec_opts+=(--cap-drop ALL)
 sec_opts+=(--cap-add "$caps")
@@ -302,11 +311,11 @@ check "and no pins" no_xdp_pins
 in_cgroup "$ns_a" curl -fsS --limit-rate 200k -o /dev/null http://10.96.0.10/blob &
 held=$!
 for _ in $(seq 50); do
-	lism_in conns >"$tmp/conns.txt" 2>&1
+	lism_in conns --wide >"$tmp/conns.txt" 2>&1
 	grep -q '/curl' "$tmp/conns.txt" && break
 	sleep 0.1
 done
-kill "$held" 2>/dev/null
+pkill -f -- '--limit-rate 200k -o /dev/null http://10.96.0.10/blob'
 wait "$held" 2>/dev/null
 check "lism conns inside the container lists the download's curl (the host's processes)" \
 	grep -q '/curl' "$tmp/conns.txt"

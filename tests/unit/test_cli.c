@@ -249,6 +249,8 @@ Test(cli, rejects_invalid_input)
 		{ "events --port 80", "does not apply" },
 		{ "status -w", "does not apply" },
 		{ "status -xj", "unknown option '-x'" },
+		{ "unload --force=1", "option '--force' takes no value" },
+		{ "conns --wide=yes", "option '--wide' takes no value" },
 		{ "xdp", "expected 'attach', 'detach' or 'status'" },
 		{ "xdp flood", "expected 'attach', 'detach' or 'status'" },
 		{ "xdp attach", "--iface is required" },

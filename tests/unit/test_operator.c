@@ -737,3 +737,19 @@ Test(conns, nested_pid_namespace_from_nspid)
 	}
 	cr_assert_eq(lism_pidns_nested("/nonexistent/status"), -1);
 }
+
+/* Task names are the application's bytes: what is not printable ASCII becomes '?' (JSON stays valid). */
+Test(conns, task_names_are_printable)
+{
+	char comm[16] = "nginx: w\x1b[2J";
+	char utf8[16] = "caf\xc3\xa9-\xe2\x82";
+	char full[16];
+
+	lism_comm_printable(comm, sizeof(comm));
+	cr_assert_str_eq(comm, "nginx: w?[2J");
+	lism_comm_printable(utf8, sizeof(utf8));
+	cr_assert_str_eq(utf8, "caf?" "?-?" "?");
+	memset(full, 'a', sizeof(full)); /* no NUL: cut at the buffer */
+	lism_comm_printable(full, sizeof(full));
+	cr_assert_eq(strlen(full), sizeof(full) - 1);
+}
