@@ -124,7 +124,14 @@ static __always_inline void sender_leave_one(__u64 token)
 	    (ud && BPF_CORE_READ((struct sk_psock *)ud, msg_tot_len))) {
 		stat_add(LISM_S_SENDER_LEAVES_REFUSED, 1);
 		if (!me || !pe) {
-			st->sender = LISM_SND_TCP; /* the pair is over: its sends stay on TCP */
+			/*
+			 * The pair is over, but its shortcut queue still holds
+			 * bytes: its next send (to TCP) asks again, until its
+			 * reader has read them.  Sending TCP from SENDER_TCP, it
+			 * would stay in both maps for its life.
+			 */
+			st->sender = tp ? LISM_SND_JOINED : LISM_SND_TCP;
+			st->tx = tp ? LISM_TX_SYNC : LISM_TX_TCP;
 			goto out;
 		}
 		/* its sends run the data path again, from SYNC (its program leaves tx alone meanwhile) */

@@ -232,10 +232,14 @@ int lism_msg(struct sk_msg_md *msg)
 	if (!pe || !owner)
 		goto tcp;
 	if (pe->token != st->peer_token) {
-		/* the peer is gone: this pairing is over, and a sender need not pay the data path */
-		if (st->sender == LISM_SND_JOINED)
-			queue_leave(st);
-		st->tx = LISM_TX_TCP;
+		/*
+		 * The peer is gone: this pairing is over, and a sender need not
+		 * pay the data path.  A queued leave set tx itself, before the
+		 * push: the timer may have answered already (a refusal asks
+		 * again at the next send), which a write here would undo.
+		 */
+		if (st->sender != LISM_SND_JOINED || !queue_leave(st))
+			st->tx = LISM_TX_TCP;
 		goto tcp;
 	}
 	if (pe->state != LISM_ST_CONFIRMED)

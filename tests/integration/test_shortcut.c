@@ -603,6 +603,52 @@ Test(shortcut, a_sender_whose_peer_sends_never_leaves)
 }
 
 /*
+ * The same, while its own shortcut queue still holds what the peer sent
+ * before it left: the leave is refused (it would drop those bytes), and
+ * asked again at a later send once they are read; it used to stay in both
+ * maps for the socket's life.
+ */
+Test(shortcut, a_sender_whose_peer_left_leaves_once_it_read_its_queue)
+{
+	struct lism_snapshot s;
+	__u64 off = 0;
+	int c, sv;
+
+	up("--eager-senders");
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	set_nonblock(sv, 0);
+	assert_confirmed(1);
+	/* the accepted end sends first: through the shortcut, into c's queue, unread */
+	cr_assert_eq(send_all(sv, 27, 0, 1000), 0);
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 1000, "the first send did not take the shortcut");
+	/* c's sends find sv blocking, go to TCP, and sv leaves at its ACK */
+	for (int i = 0; i < 50; i++, off += 1000) {
+		cr_assert_eq(send_all(c, 26, off, 1000), 0);
+		cr_assert_eq(recv_check(sv, 26, off, 1000, 5000), 0, "send %d", i);
+		snap(&e, &s);
+		if (s.reasons[LISM_R_BLOCKING] && s.stats[LISM_S_SENDER_LEAVES_REFUSED])
+			break;
+	}
+	cr_assert_eq(s.reasons[LISM_R_BLOCKING], 1, "the blocking end did not fall back");
+	cr_assert_geq(s.stats[LISM_S_SENDER_LEAVES_REFUSED], 1, "c's leave was not refused for its unread queue");
+	cr_assert_eq(s.stats[LISM_S_SENDERS_LEFT], 0, "c left over unread bytes");
+	/* it reads them; its next sends ask again and it leaves */
+	cr_assert_eq(recv_check(c, 27, 0, 1000, 5000), 0);
+	for (int i = 0; i < 50 && !s.stats[LISM_S_SENDERS_LEFT]; i++, off += 1000) {
+		cr_assert_eq(send_all(c, 26, off, 1000), 0);
+		cr_assert_eq(recv_check(sv, 26, off, 1000, 5000), 0);
+		usleep(10000);
+		snap(&e, &s);
+	}
+	wait_left(1, &s);
+	cr_assert_eq(shortcut_members(&e), 0, "both ends left the shortcut map");
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/*
  * A sender whose peer left (here: an eager pair whose accepted end turned
  * out blocking, so it fell back once the sender had seen it blocking)
  * leaves both maps at its next send: nothing can be redirected to it any
