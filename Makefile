@@ -210,8 +210,9 @@ bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup
 bench-fastpath: bench-deps all
 	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/fastpath.py
 
-# podman (cgroupfs manager) makes a cgroup per hierarchy for --cgroup-parent
-# (or libpod_parent without one) and leaves it: remove what it made for $(1).
+# podman's cgroupfs manager (named: systemd's would want a .slice parent)
+# makes a cgroup per hierarchy for --cgroup-parent (or libpod_parent without
+# one) and leaves it: remove what it made for $(1).
 podman_cgroups_rm = for d in /sys/fs/cgroup/$(1) /sys/fs/cgroup/*/$(1); do \
 		[ -d "$$d" ] && find "$$d" -depth -type d -exec rmdir {} + 2>/dev/null; done; true
 
@@ -234,7 +235,8 @@ image: deps all
 	$(Q)# libxdp loads its dispatcher from here (the veth fast path)
 	$(Q)cp -L --parents $$($(PKG_CONFIG) --variable=libdir libxdp)/bpf/xdp-dispatcher.o $(BUILD)/image-root/
 	$(Q)$(PODMAN) build -q -f $(abspath deploy/Containerfile) -t $(IMAGE) $(BUILD)/image-root >/dev/null
-	$(Q)cg=lism-image-$$$$; $(PODMAN) run --rm --network none $(PODMAN_LIMITS) --cgroup-parent=/$$cg \
+	$(Q)cg=lism-image-$$$$; $(PODMAN) --cgroup-manager=cgroupfs run --rm --network none $(PODMAN_LIMITS) \
+		--cgroup-parent=/$$cg \
 		$(IMAGE) version; rc=$$?; $(call podman_cgroups_rm,$$cg); exit $$rc
 
 check-manifests: deps

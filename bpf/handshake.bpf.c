@@ -787,7 +787,17 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	 * own server must still find ACCEPTED.
 	 */
 	if (__sync_fetch_and_add(&re->token, 0) != rtoken) {
+		__u64 nt;
+
 		__sync_val_compare_and_swap(&re->state, LISM_ST_READY, LISM_ST_ACCEPTED);
+		/*
+		 * That answer's client may have closed meanwhile, its release
+		 * failing on the state this end held: then nobody else would
+		 * give the answer back.  The CAS inside lets one release win.
+		 */
+		nt = __sync_fetch_and_add(&re->token, 0);
+		if (nt && !dmb_by_token(re->peer_token))
+			release_unestablished(nt);
 		sk_fallback(s, st, NULL, LISM_R_PEER_GONE);
 		return;
 	}

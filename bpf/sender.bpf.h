@@ -130,8 +130,10 @@ static __always_inline void sender_leave_one(__u64 token)
 			 * reader has read them.  Sending TCP from SENDER_TCP, it
 			 * would stay in both maps for its life.
 			 */
-			st->sender = tp ? LISM_SND_JOINED : LISM_SND_TCP;
-			st->tx = tp ? LISM_TX_SYNC : LISM_TX_TCP;
+			int again = tp && me; /* its own entry gone too: as before */
+
+			st->sender = again ? LISM_SND_JOINED : LISM_SND_TCP;
+			st->tx = again ? LISM_TX_SYNC : LISM_TX_TCP;
 			goto out;
 		}
 		/* its sends run the data path again, from SYNC (its program leaves tx alone meanwhile) */

@@ -490,7 +490,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		const char *arg = optarg, *optname = av[optind - 1];
 
 		/* a long option given a value it takes none of (--force=1): optopt is its code */
-		if (c == '?' && !strncmp(optname, "--", 2) && strchr(optname, '='))
+		if (c == '?' && optopt && !strncmp(optname, "--", 2) && strchr(optname, '='))
 			return fail(err, errlen, "%s: option '%.*s' takes no value", cmdname,
 				    (int)(strchr(optname, '=') - optname), optname);
 		if (c == '?' && optopt > 0 && optopt < 128)

@@ -168,34 +168,52 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }
 
-/* An instance already pinned there: adopt it (after a crash or an upgrade of the daemon). */
+static int load_fresh(const struct lism_opts *o, int *loaded)
+{
+	int err = lism_cmd_load(o);
+
+	*loaded = !err;
+	return err;
+}
+
+/*
+ * An instance already pinned there: adopt it (after a crash or an upgrade
+ * of the daemon).  Looked at under the pin lock: an unload (a pod on its
+ * way out) must not see the device change, nor remove what is adopted.
+ */
 static int adopt_or_load(const struct lism_opts *o, int *loaded)
 {
 	struct lism_instance in;
 	struct lism_device d;
-	int err = lism_instance_open(&in, o->pin_path), lockfd, ret;
+	int err, lockfd, ret, unfinished = 0;
 
 	*loaded = 0;
-	if (err == -ENOENT) {
-		err = lism_cmd_load(o);
-		*loaded = !err;
-		return err;
-	}
-	if (err) {
-		lism_err("opening the pins at %s failed: %s", o->pin_path, strerror(-err));
-		return LISM_EXIT_STATE;
-	}
-	/* under the pin lock: an unload (a pod on its way out) must not see the device change */
 	lockfd = lism_pin_lock(o->pin_path);
+	if (lockfd == -ENOENT)
+		return load_fresh(o, loaded);
 	if (lockfd < 0) {
-		lism_instance_close(&in);
 		lism_err("locking %s failed: %s", o->pin_path, strerror(-lockfd));
 		if (lockfd == -EWOULDBLOCK)
 			lism_hint("another lism is loading or unloading there (a pod still draining?): "
 				  "start again once it is done");
 		return LISM_EXIT_STATE;
 	}
+	err = lism_instance_open(&in, o->pin_path);
+	if (err == -ENOENT) { /* the directory without an instance (a fast path's pins alone) */
+		close(lockfd);
+		return load_fresh(o, loaded);
+	}
+	if (err) {
+		close(lockfd);
+		lism_err("opening the pins at %s failed: %s", o->pin_path, strerror(-err));
+		return LISM_EXIT_STATE;
+	}
 	err = lism_device_read(&in, &d);
+	if (!err && d.layout == 0) {
+		unfinished = 1; /* a load killed midway (the OOM killer during the verifier) */
+		ret = LISM_EXIT_OK;
+		goto out;
+	}
 	if (err || d.layout != LISM_LAYOUT_VERSION) {
 		lism_err("the pins at %s are not of this lism's layout", o->pin_path);
 		ret = LISM_EXIT_STATE;
@@ -221,10 +239,14 @@ static int adopt_or_load(const struct lism_opts *o, int *loaded)
 out:
 	close(lockfd);
 	lism_instance_close(&in);
+	if (unfinished) {
+		ret = lism_cmd_unload(o); /* says what it removes */
+		if (!ret)
+			ret = load_fresh(o, loaded);
+	}
 	return ret;
 }
 
-/* The periodic summary: what moved since the last one, only if something did. */
 /*
  * Where summaries and events go: standard output.  With -j only they do:
  * standard output then carries nothing but JSON lines, and every other
@@ -252,6 +274,7 @@ static int json_log_setup(void)
 	return 0;
 }
 
+/* The periodic summary: what moved since the last one, only if something did. */
 static void log_summary(const char *pin_path, int json, struct lism_snapshot *prev, int *have_prev,
 			double *last_s)
 {

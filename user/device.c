@@ -329,11 +329,12 @@ int lism_cmd_set(const struct lism_opts *o)
 	}
 	switch (o->set_key) {
 	case LISM_SET_ACTIVE:
-		d.active = o->set_value == 1;
-		if (o->set_value == LISM_ACTIVE_DRAIN)
+		/* a drain of a device an operator switched off leaves it off, not draining */
+		if (o->set_value == LISM_ACTIVE_DRAIN && (d.active || (d.flags & LISM_DEV_F_DRAINING)))
 			d.flags |= LISM_DEV_F_DRAINING;
 		else
 			d.flags &= ~LISM_DEV_F_DRAINING;
+		d.active = o->set_value == 1;
 		break;
 	case LISM_SET_MAX_DMBS:
 		if (o->set_value > d.capacity) {

@@ -361,6 +361,47 @@ static void note_send_limits(void)
 }
 
 /*
+ * From the first pin to the last, a Ctrl-C or a SIGTERM waits: libbpf pins
+ * the maps before the verifier runs, and a load cut off there leaves pins
+ * without a device (only SIGKILL still can: unload removes such leftovers);
+ * an upgrade cut off between its link switch and its pins leaves a mix.
+ */
+static void stop_signals_hold(sigset_t *old)
+{
+	sigset_t stop;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &stop, old);
+}
+
+/*
+ * A stop signal that came meanwhile ends the command now that it is whole:
+ * taken here, said, and the command's result returned (its instance is
+ * there, or not, as it says).  One the caller blocked itself (lism run's
+ * signalfd) stays pending for it.
+ */
+static void stop_signals_release(const sigset_t *old, const char *what)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	struct timespec now = { 0, 0 };
+	sigset_t pending, take;
+
+	sigemptyset(&take);
+	if (!sigpending(&pending))
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			if (sigismember(&pending, sigs[i]) && !sigismember(old, sigs[i]))
+				sigaddset(&take, sigs[i]);
+	for (int sig; (sig = sigtimedwait(&take, NULL, &now)) > 0;)
+		fprintf(stderr, "lism: %s arrived during the %s, which finished first\n", strsignal(sig), what);
+	fflush(stdout);
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/*
  * lism load --upgrade: new programs over a running instance of the same
  * layout.  The maps are the pinned ones (libbpf reuses them), so state,
  * GID, settings and every connection stay.  The cgroup link switches to the
@@ -376,6 +417,7 @@ static int upgrade(const struct lism_opts *o)
 	char path[PATH_MAX];
 	struct bpf_link *destroy_link = NULL;
 	struct bpf_map *map;
+	sigset_t old_mask;
 	int err, ret = LISM_EXIT_FAIL, lockfd = -1, linkfd = -1;
 
 	err = lism_instance_open(&in, o->pin_path);
@@ -393,6 +435,7 @@ static int upgrade(const struct lism_opts *o)
 		lism_pin_lock_failed(o->pin_path, lockfd);
 		return LISM_EXIT_STATE;
 	}
+	stop_signals_hold(&old_mask);
 	skel = lism_bpf__open();
 	if (!skel) {
 		lism_err("opening the BPF object failed: %s", strerror(errno));
@@ -447,6 +490,7 @@ out:
 	bpf_link__destroy(destroy_link);
 	lism_bpf__destroy(skel);
 	close(lockfd);
+	stop_signals_release(&old_mask, "upgrade");
 	return ret;
 }
 
@@ -456,7 +500,7 @@ int lism_cmd_load(const struct lism_opts *o)
 	struct lism_bpf *skel = NULL;
 	char cgroup[PATH_MAX], path[PATH_MAX], missing[1024];
 	int err, ret = LISM_EXIT_FAIL, cgfd = -1, lockfd = -1, created = 0, n_scope;
-	sigset_t stop, old_mask;
+	sigset_t old_mask;
 	struct bpf_map *map;
 
 	ret = check_privileges();
@@ -480,7 +524,8 @@ int lism_cmd_load(const struct lism_opts *o)
 
 			lism_instance_close(&in);
 			if (unfinished) {
-				lism_err("%s holds the pins of a load that did not finish", o->pin_path);
+				lism_err("%s holds the pins of a load that did not finish (or is still running)",
+					 o->pin_path);
 				lism_hint("remove them with 'lism unload --pin-path %s', then load", o->pin_path);
 				return LISM_EXIT_STATE;
 			}
@@ -515,18 +560,7 @@ int lism_cmd_load(const struct lism_opts *o)
 	}
 
 	ret = LISM_EXIT_FAIL;
-	/*
-	 * From the first pin to the last, a Ctrl-C or a SIGTERM waits: libbpf
-	 * pins the maps before the verifier runs, and an instance cut off
-	 * there has pins but no device (only SIGKILL can still do that: unload
-	 * removes such leftovers).  A signal that came meanwhile acts after.
-	 */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGHUP);
-	sigaddset(&stop, SIGQUIT);
-	sigprocmask(SIG_BLOCK, &stop, &old_mask);
+	stop_signals_hold(&old_mask);
 	cgfd = open(cgroup, O_RDONLY | O_DIRECTORY);
 	if (cgfd < 0) {
 		lism_err("opening cgroup %s failed: %s", cgroup, strerror(errno));
@@ -632,7 +666,7 @@ cleanup:
 		close(lockfd);
 	if (cgfd >= 0)
 		close(cgfd);
-	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	stop_signals_release(&old_mask, "load");
 	return ret;
 }
 

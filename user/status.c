@@ -216,7 +216,8 @@ int lism_cmd_status(const struct lism_opts *o)
 		return LISM_EXIT_FAIL;
 	}
 	if (!s.dev.layout) {
-		lism_err("%s holds the pins of a load that did not finish", o->pin_path);
+		lism_err("%s holds the pins of a load that did not finish (or is still running)",
+			 o->pin_path);
 		lism_hint("remove them with 'lism unload --pin-path %s'", o->pin_path);
 		return LISM_EXIT_STATE;
 	}

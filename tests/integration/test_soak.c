@@ -56,6 +56,7 @@ static long env_long(const char *name, long def)
 
 struct soak {
 	int port;
+	int listener; /* made by the test's thread: no cr_assert in the server's */
 	double deadline;
 	atomic_long conns, errors, refused, reset, mismatches;
 	atomic_int stop;
@@ -179,10 +180,9 @@ static void *server(void *arg)
 {
 	struct soak *s = arg;
 	struct epoll_event ev, out[64];
-	int port = 0, l = tcp_listen(AF_INET, "127.0.0.1", &port, 1), ep = epoll_create1(0);
+	int l = s->listener, ep = epoll_create1(0);
 	__u8 resp[RESP];
 
-	s->port = port;
 	ev.events = EPOLLIN;
 	ev.data.ptr = NULL;
 	epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
@@ -323,9 +323,8 @@ Test(soak, crr_then_stream)
 	pthread_mutex_init(&s.lock, NULL);
 	env_enter(&e);
 	netns_switch(ns);
+	s.listener = tcp_listen(AF_INET, "127.0.0.1", &s.port, 1);
 	cr_assert_eq(pthread_create(&srv, NULL, server, &s), 0);
-	while (!s.port)
-		usleep(1000);
 	slab0 = slab_kib();
 	maps0 = lism_map_memory();
 	t0 = now_s();

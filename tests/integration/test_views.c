@@ -828,6 +828,11 @@ Test(views, a_daemon_switches_a_drained_instance_on_again)
 	expect_active(0, 0);
 	adopt("switched off ('lism set active off')");
 	expect_active(0, 0);
+	/* nor does a preStop's drain of it turn it into one that comes back */
+	cr_assert_eq(lism(&e, "set active drain"), 0);
+	expect_active(0, 0);
+	adopt("switched off ('lism set active off')");
+	expect_active(0, 0);
 	/* an unload of an instance already off leaves it off, not draining */
 	cr_assert_eq(lism(&e, "unload --timeout 1"), LISM_EXIT_BUSY);
 	expect_active(0, 0);
@@ -837,6 +842,36 @@ Test(views, a_daemon_switches_a_drained_instance_on_again)
 	close(s);
 	close(c2);
 	close(s2);
+}
+
+/*
+ * A daemon that finds the pins of a load killed midway (layout 0: the OOM
+ * killer during the verifier) removes them and loads afresh instead of
+ * failing, pod after pod.
+ */
+Test(views, a_daemon_replaces_what_an_unfinished_load_left)
+{
+	char buf[8192] = "", args[PATH_MAX + 128];
+	struct lism_instance in;
+	struct lism_device d = { 0 };
+	int out, st;
+
+	require_root();
+	env_up(&e, NULL);
+	cr_assert_eq(lism_instance_open(&in, e.pin), 0);
+	cr_assert_eq(lism_device_write(&in, &d), 0);
+	lism_instance_close(&in);
+	snprintf(args, sizeof(args), "run --cgroup %s --metrics-addr 127.0.0.1:%d", e.cgroup,
+		 33000 + getpid() % 1000);
+	child = spawn_lism(args, &out);
+	cr_assert(wait_output(out, buf, sizeof(buf), "running", 8000), "daemon did not start: %s", buf);
+	cr_assert(strstr(buf, "a load that did not finish") && strstr(buf, "lism: loaded at"), "%s", buf);
+	expect_active(1, 0);
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	child = -1;
+	close(out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
 }
 
 /* kill -9 of the daemon in the middle of a transfer: bytes keep flowing, a restart adopts. */

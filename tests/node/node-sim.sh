@@ -132,7 +132,8 @@ caps=$(field capsAdd | paste -sd, -)
 # the DaemonSet container's privileges and mounts
 pidns=private
 [ "$(field hostPID)" = true ] && pidns=host
-# --cgroup-parent: podman's own cgroups under a name of this run (cleanup removes them)
+# --cgroup-parent: podman's own cgroups under a name of this run (cleanup removes them;
+# the cgroupfs manager, named in run_opts: systemd's would want a .slice)
 sec_opts=(--pid "$pidns" --cgroup-parent "/$ctr-podman" --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
 	--security-opt "seccomp=$root/deploy/seccomp/lism.json")
 [ "$(field capsDrop)" = ALL ] && sec_opts+=(--cap-drop ALL)
@@ -143,7 +144,7 @@ while read -r m; do
 	[ "${m%%:*}" = /sys/fs/cgroup ] && m=$cgroot:${m#*:} # this machine's cgroup2 root
 	sec_opts+=(-v "$m")
 done < <(field mounts)
-run_opts=(--runtime runc run -d --name "$ctr" --network host "${sec_opts[@]}")
+run_opts=(--cgroup-manager=cgroupfs --runtime runc run -d --name "$ctr" --network host "${sec_opts[@]}")
 lism_progs() { bpftool prog show 2>/dev/null | grep -cE 'name (lism_sockops|lism_msg|lism_destroy|lism_iter_socks) '; }
 progs_before=$(lism_progs)
 
@@ -281,7 +282,7 @@ xdp_in() { # extra podman options, then --, then lism xdp arguments
 	local extra=()
 	while [ "$1" != -- ]; do extra+=("$1"); shift; done
 	shift
-	podman --runtime runc run --rm --name "$ctr-xdp" --network "ns:/run/netns/$ns_node" \
+	podman --cgroup-manager=cgroupfs --runtime runc run --rm --name "$ctr-xdp" --network "ns:/run/netns/$ns_node" \
 		--env "LIBXDP_BPFFS=$libxdp" "${sec_opts[@]}" "${extra[@]}" --entrypoint /usr/sbin/lism \
 		"$image" xdp "$@" --pin-path "$pin-xdp"
 }
@@ -308,14 +309,14 @@ check "and no pins" no_xdp_pins
 
 # --- the DaemonSet goes away: preStop, then SIGTERM
 # a download held open (200 KB/s of 64 MiB) while lism conns looks for it
-in_cgroup "$ns_a" curl -fsS --limit-rate 200k -o /dev/null http://10.96.0.10/blob &
+in_cgroup "$ns_a" curl -fsS --limit-rate 200k -o "$tmp/held" http://10.96.0.10/blob &
 held=$!
 for _ in $(seq 50); do
 	lism_in conns --wide >"$tmp/conns.txt" 2>&1
 	grep -q '/curl' "$tmp/conns.txt" && break
 	sleep 0.1
 done
-pkill -f -- '--limit-rate 200k -o /dev/null http://10.96.0.10/blob'
+pkill -f -- "--limit-rate 200k -o $tmp/held"
 wait "$held" 2>/dev/null
 check "lism conns inside the container lists the download's curl (the host's processes)" \
 	grep -q '/curl' "$tmp/conns.txt"

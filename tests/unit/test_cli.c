@@ -251,6 +251,7 @@ Test(cli, rejects_invalid_input)
 		{ "status -xj", "unknown option '-x'" },
 		{ "unload --force=1", "option '--force' takes no value" },
 		{ "conns --wide=yes", "option '--wide' takes no value" },
+		{ "load --bogus=5", "unknown option '--bogus=5'" },
 		{ "xdp", "expected 'attach', 'detach' or 'status'" },
 		{ "xdp flood", "expected 'attach', 'detach' or 'status'" },
 		{ "xdp attach", "--iface is required" },
