@@ -470,6 +470,11 @@ int lism_cmd_conns(const struct lism_opts *o)
 		lism_err("no lism instance at %s: %s", o->pin_path, strerror(-err));
 		return LISM_EXIT_STATE;
 	}
+	err = lism_layout_check(&in);
+	if (err) {
+		lism_instance_close(&in);
+		return err;
+	}
 	if (lism_pidns_nested("/proc/self/status") == 1)
 		fprintf(stderr, "lism: note: this is not the host's pid namespace: only the connections of "
 				"its own processes are listed (run lism conns on the node, or in a pod with "

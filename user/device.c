@@ -74,6 +74,29 @@ int lism_instance_open(struct lism_instance *in, const char *pin_path)
 	return 0;
 }
 
+int lism_layout_check(const struct lism_instance *in)
+{
+	struct lism_device d;
+	int err = lism_device_read(in, &d);
+
+	if (err) {
+		lism_err("reading the device at %s failed: %s", in->pin_path, strerror(-err));
+		return LISM_EXIT_FAIL;
+	}
+	if (!d.layout) {
+		lism_err("%s holds the pins of a load that did not finish (or is still running)", in->pin_path);
+		lism_hint("remove them with 'lism unload --pin-path %s'", in->pin_path);
+		return LISM_EXIT_STATE;
+	}
+	if (d.layout != LISM_LAYOUT_VERSION) {
+		lism_err("the pins at %s have layout %u, this lism reads %u", in->pin_path, d.layout,
+			 LISM_LAYOUT_VERSION);
+		lism_hint("read them with the lism build that loaded them");
+		return LISM_EXIT_STATE;
+	}
+	return LISM_EXIT_OK;
+}
+
 int lism_device_read(const struct lism_instance *in, struct lism_device *d)
 {
 	__u32 zero = 0;

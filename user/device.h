@@ -47,6 +47,8 @@ int lism_instance_open(struct lism_instance *in, const char *pin_path);
 void lism_instance_close(struct lism_instance *in);
 
 int lism_device_read(const struct lism_instance *in, struct lism_device *d);
+/* LISM_EXIT_OK if the instance is of this build's layout; else says why and returns the exit code. */
+int lism_layout_check(const struct lism_instance *in);
 int lism_device_write(const struct lism_instance *in, const struct lism_device *d);
 int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s);
 /* Sockets really in the shortcut map, counting at most @limit (for unload's drain). */

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "conns.h"
+#include "device.h"
 #include "events.h"
 #include "log.h"
 #include "pins.h"
@@ -340,7 +341,17 @@ int lism_cmd_events(const struct lism_opts *o)
 		return LISM_EXIT_FAIL;
 	}
 	struct lism_events_opts eo = { .json = o->json, .backlog = o->all_events, .types = o->event_types };
+	struct lism_instance in;
 
+	/* the events' layout is this build's only if the instance's is */
+	if (!lism_instance_open(&in, o->pin_path)) {
+		err = lism_layout_check(&in);
+		lism_instance_close(&in);
+		if (err) {
+			close(sfd);
+			return err;
+		}
+	}
 	err = lism_events_open(o->pin_path, &eo, stdout, &ev);
 	if (err) {
 		lism_err("opening the events of %s failed: %s", o->pin_path, strerror(-err));

@@ -674,7 +674,7 @@ cleanup:
 static int remove_instance(const struct lism_instance *in)
 {
 	char path[PATH_MAX];
-	int fd, senders, err = 0, rm;
+	int fd, senders, err = 0, rm, fast;
 
 	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_SOCKOPS)) {
 		fd = bpf_obj_get(path);
@@ -696,11 +696,14 @@ static int remove_instance(const struct lism_instance *in)
 			close(senders);
 	}
 	/* the fast path's attachments, in this network namespace */
-	rm = lism_fastpath_remove(in->pin_path);
-	if (rm)
-		lism_err("removing the veth fast path failed: %s", strerror(-rm));
-	err = err ? err : rm;
-	rm = lism_pins_remove(in->pin_path, 1);
+	fast = lism_fastpath_remove(in->pin_path);
+	if (fast) {
+		lism_err("removing the veth fast path failed: %s", strerror(-fast));
+		lism_hint("its maps stay pinned (they tell which XDP programs are lism's): "
+			  "'lism xdp detach --pin-path %s' with CAP_SYS_ADMIN", in->pin_path);
+	}
+	err = err ? err : fast;
+	rm = lism_pins_remove(in->pin_path, !fast);
 	return err ? err : rm;
 }
 

@@ -184,6 +184,11 @@ int lism_cmd_stats(const struct lism_opts *o)
 		lism_err("no lism instance at %s: %s", o->pin_path, strerror(-err));
 		return LISM_EXIT_STATE;
 	}
+	err = lism_layout_check(&in);
+	if (err) {
+		lism_instance_close(&in);
+		return err;
+	}
 	if (o->stats_reset) {
 		err = lism_percpu_zero(in.stats_fd);
 		if (!err)

@@ -462,6 +462,10 @@ Test(cli, another_layout_is_refused)
 	expect(lism_out(&e, "unload", out, sizeof(out)), LISM_EXIT_STATE, out, "layout");
 	expect(lism_out(&e, "load --upgrade", out, sizeof(out)), LISM_EXIT_STATE, out, "layout");
 	expect(lism_out(&e, "set active off", out, sizeof(out)), LISM_EXIT_STATE, out, "layout");
+	expect(lism_out(&e, "stats", out, sizeof(out)), LISM_EXIT_STATE, out, "layout");
+	expect(lism_out(&e, "stats reset", out, sizeof(out)), LISM_EXIT_STATE, out, "layout");
+	expect(lism_out(&e, "conns", out, sizeof(out)), LISM_EXIT_STATE, out, "layout");
+	expect(lism_out(&e, "events", out, sizeof(out)), LISM_EXIT_STATE, out, "layout");
 	cr_assert_eq(access(e.pin, F_OK), 0, "a refused command removed the pins");
 	d.layout = LISM_LAYOUT_VERSION;
 	cr_assert_eq(lism_device_write(&in, &d), 0);
