@@ -243,6 +243,13 @@ out:
 		ret = lism_cmd_unload(o); /* says what it removes */
 		if (!ret)
 			ret = load_fresh(o, loaded);
+	} else if (!ret && lism_upgrade(o)) {
+		/*
+		 * This build's programs over the adopted state (a new image on a
+		 * node whose connections outlived the old pod).  If that fails,
+		 * the instance's own programs keep working.
+		 */
+		lism_err("the adopted instance keeps the programs it had");
 	}
 	return ret;
 }

@@ -494,6 +494,13 @@ out:
 	return ret;
 }
 
+int lism_upgrade(const struct lism_opts *o)
+{
+	int ret = check_privileges();
+
+	return ret ? ret : upgrade(o);
+}
+
 int lism_cmd_load(const struct lism_opts *o)
 {
 	struct bpf_link *link = NULL, *destroy_link = NULL;

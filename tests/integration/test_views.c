@@ -774,6 +774,15 @@ static void expect_active(int active, int draining)
 	json_object_put(j);
 }
 
+/* The id of the handshake program pinned in the instance. */
+static __u32 handshake_prog_id(void)
+{
+	struct bpf_prog_info info;
+
+	cr_assert_eq(lism_prog_info_read(e.pin, LISM_PIN_PROG_SOCKOPS, &info), 0);
+	return info.id;
+}
+
 /* A daemon adopts the instance; @says is what it printed about the device. */
 static void adopt(const char *says)
 {
@@ -784,6 +793,8 @@ static void adopt(const char *says)
 	child = spawn_lism(args, &out);
 	cr_assert(wait_output(out, buf, sizeof(buf), "running", 5000), "daemon did not start: %s", buf);
 	cr_assert(strstr(buf, "adopting") && strstr(buf, says), "'%s' not in: %s", says, buf);
+	/* this build's programs over the adopted state (a new image on the node) */
+	cr_assert(strstr(buf, "upgraded the programs"), "%s", buf);
 	kill(child, SIGTERM);
 	waitpid(child, &st, 0);
 	child = -1;
@@ -809,8 +820,11 @@ Test(views, a_daemon_switches_a_drained_instance_on_again)
 	make_senders(&e, c, s);
 	cr_assert_eq(lism(&e, "unload --timeout 1"), LISM_EXIT_BUSY, "the live connection did not hold the unload");
 	expect_active(0, 1);
+	__u32 prog_before = handshake_prog_id();
+
 	adopt("switched on again");
 	expect_active(1, 0);
+	cr_assert_neq(handshake_prog_id(), prog_before, "the adopting daemon kept the old programs");
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
 	snap(&e, &st);
 	cr_assert_eq(st.confirmed, 2, "a new connection after the adoption did not use the shortcut");
