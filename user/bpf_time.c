@@ -79,7 +79,7 @@ void lism_bpf_time_format(const struct lism_bpf_time *t, char *out, size_t len)
 
 #define PUT(...)                                                              \
 	do {                                                                  \
-		int w_ = snprintf(out + n, n < len ? len - n : 0, __VA_ARGS__); \
+		int w_ = snprintf(out + (n < len ? n : len), n < len ? len - n : 0, __VA_ARGS__); \
 		if (w_ > 0)                                                   \
 			n += (size_t)w_;                                      \
 	} while (0)
