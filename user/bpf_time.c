@@ -6,21 +6,18 @@
 #include "bpf_time.h"
 #include "pins.h"
 
-static const char *const pins[LISM_PROG_MAX] = {
-	[LISM_PROG_HANDSHAKE] = LISM_PIN_PROG_SOCKOPS,
-	[LISM_PROG_DATA_PATH] = LISM_PIN_PROG_MSG,
-	[LISM_PROG_BACKSTOP] = LISM_PIN_PROG_DESTROY,
-};
-
-static const char *const names[LISM_PROG_MAX] = {
-	[LISM_PROG_HANDSHAKE] = "handshake",
-	[LISM_PROG_DATA_PATH] = "data_path",
-	[LISM_PROG_BACKSTOP] = "backstop",
+/* Each program's pin, its name for metrics and JSON, and for the status line. */
+static const struct {
+	const char *pin, *name, *human;
+} progs[LISM_PROG_MAX] = {
+	[LISM_PROG_HANDSHAKE] = { LISM_PIN_PROG_SOCKOPS, "handshake", "handshake" },
+	[LISM_PROG_DATA_PATH] = { LISM_PIN_PROG_MSG, "data_path", "data path" },
+	[LISM_PROG_BACKSTOP] = { LISM_PIN_PROG_DESTROY, "backstop", "backstop" },
 };
 
 const char *lism_prog_name(enum lism_prog p)
 {
-	return (unsigned int)p < LISM_PROG_MAX ? names[p] : "?";
+	return (unsigned int)p < LISM_PROG_MAX ? progs[p].name : "?";
 }
 
 /* Through the pin: an id lookup would need CAP_SYS_ADMIN, which the DaemonSet does not have. */
@@ -57,19 +54,13 @@ void lism_bpf_time_read(const char *pin_path, struct lism_bpf_time *t)
 	memset(t, 0, sizeof(*t));
 	t->stats_sysctl = lism_bpf_stats_sysctl();
 	for (int p = 0; p < LISM_PROG_MAX; p++) {
-		if (lism_prog_info_read(pin_path, pins[p], &info))
+		if (lism_prog_info_read(pin_path, progs[p].pin, &info))
 			continue;
 		t->prog[p].known = 1;
 		t->prog[p].runs = info.run_cnt;
 		t->prog[p].run_ns = info.run_time_ns;
 	}
 }
-
-static const char *const human[LISM_PROG_MAX] = {
-	[LISM_PROG_HANDSHAKE] = "handshake",
-	[LISM_PROG_DATA_PATH] = "data path",
-	[LISM_PROG_BACKSTOP] = "backstop",
-};
 
 void lism_bpf_time_format(const struct lism_bpf_time *t, char *out, size_t len)
 {
@@ -111,10 +102,10 @@ void lism_bpf_time_format(const struct lism_bpf_time *t, char *out, size_t len)
 		if (!pt->known)
 			continue;
 		if (pt->runs)
-			PUT("%s%s %llu ns x %llu runs", first ? "" : ", ", human[p],
+			PUT("%s%s %llu ns x %llu runs", first ? "" : ", ", progs[p].human,
 			    (unsigned long long)(pt->run_ns / pt->runs), (unsigned long long)pt->runs);
 		else
-			PUT("%s%s 0 runs", first ? "" : ", ", human[p]);
+			PUT("%s%s 0 runs", first ? "" : ", ", progs[p].human);
 		first = 0;
 	}
 #undef PUT

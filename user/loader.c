@@ -745,15 +745,7 @@ int lism_cmd_unload(const struct lism_opts *o)
 		 * a pin, no socket ever used them.
 		 */
 		printf("lism: %s holds the pins of a load that did not finish: removing them\n", o->pin_path);
-		err = remove_instance(&in);
-		if (err) {
-			lism_err("removing %s failed: %s", o->pin_path, strerror(-err));
-			ret = LISM_EXIT_FAIL;
-			goto out;
-		}
-		printf("lism: unloaded from %s\n", o->pin_path);
-		ret = LISM_EXIT_OK;
-		goto out;
+		goto remove;
 	}
 	if (err || d.layout != LISM_LAYOUT_VERSION) {
 		lism_err("the pins at %s are not of this lism's layout (found %u, want %u)", o->pin_path,
@@ -821,6 +813,7 @@ int lism_cmd_unload(const struct lism_opts *o)
 		}
 		usleep(50 * 1000);
 	}
+remove:
 	err = remove_instance(&in);
 	if (err) {
 		lism_err("removing %s failed: %s", o->pin_path, strerror(-err));

@@ -209,22 +209,16 @@ int lism_cmd_status(const struct lism_opts *o)
 		}
 		return LISM_EXIT_STATE;
 	}
+	err = lism_layout_check(&in); /* before the snapshot reads this build's structs */
+	if (err) {
+		lism_instance_close(&in);
+		return err;
+	}
 	err = lism_snapshot_read(&in, &s);
 	lism_instance_close(&in);
 	if (err) {
 		lism_err("reading the instance at %s failed: %s", o->pin_path, strerror(-err));
 		return LISM_EXIT_FAIL;
-	}
-	if (!s.dev.layout) {
-		lism_err("%s holds the pins of a load that did not finish (or is still running)",
-			 o->pin_path);
-		lism_hint("remove them with 'lism unload --pin-path %s'", o->pin_path);
-		return LISM_EXIT_STATE;
-	}
-	if (s.dev.layout != LISM_LAYOUT_VERSION) {
-		lism_err("the pins at %s have layout %u, this lism reads %u", o->pin_path, s.dev.layout,
-			 LISM_LAYOUT_VERSION);
-		return LISM_EXIT_STATE;
 	}
 	/* the veth fast path, when it is set up beside the instance */
 	xdp_on = !lism_fastpath_stats(o->pin_path, xdp);

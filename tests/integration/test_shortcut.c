@@ -602,6 +602,49 @@ Test(shortcut, a_sender_whose_peer_sends_never_leaves)
 	assert_drained();
 }
 
+/* An eager pair whose accepted end is blocking before its first packet (its mode check finds it so). */
+static void eager_pair_blocking_server(int *c, int *sv)
+{
+	up("--eager-senders");
+	tcp_pair(AF_INET, "127.0.0.1", 1, c, sv);
+	set_nonblock(*sv, 0);
+	assert_confirmed(1);
+}
+
+/*
+ * A sender whose peer left (here: an eager pair whose accepted end turned
+ * out blocking, so it fell back once the sender had seen it blocking)
+ * leaves both maps at its next send: nothing can be redirected to it any
+ * more, and its sends would otherwise go to TCP through the data path for
+ * the socket's life.  No new fallback: the pair was over already.
+ */
+Test(shortcut, a_sender_whose_peer_left_leaves_the_maps)
+{
+	struct lism_snapshot s;
+	__u64 off = 0;
+	int c, sv;
+
+	eager_pair_blocking_server(&c, &sv);
+	for (int i = 0; i < 50; i++, off += 1000) {
+		cr_assert_eq(send_all(c, 26, off, 1000), 0);
+		cr_assert_eq(recv_check(sv, 26, off, 1000, 5000), 0, "send %d", i);
+		snap(&e, &s);
+		if (s.stats[LISM_S_SENDERS_LEFT])
+			break;
+	}
+	wait_left(1, &s);
+	cr_assert_eq(s.reasons[LISM_R_BLOCKING], 1, "the blocking end fell back");
+	cr_assert_eq(s.reasons[LISM_R_SYNC_STUCK], 0, "no new fallback: the pair was over");
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0, "nothing was redirected to a blocking reader");
+	cr_assert_eq(s.sender_sockets, 0, "the sender left the senders map");
+	cr_assert_eq(shortcut_members(&e), 0, "both ends left the shortcut map");
+	cr_assert_eq(send_all(c, 26, off, 100000), 0);
+	cr_assert_eq(recv_check(sv, 26, off, 100000, 5000), 0);
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
 /*
  * The same, while its own shortcut queue still holds what the peer sent
  * before it left: the leave is refused (it would drop those bytes), and
@@ -614,10 +657,7 @@ Test(shortcut, a_sender_whose_peer_left_leaves_once_it_read_its_queue)
 	__u64 off = 0;
 	int c, sv;
 
-	up("--eager-senders");
-	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
-	set_nonblock(sv, 0);
-	assert_confirmed(1);
+	eager_pair_blocking_server(&c, &sv);
 	/* the accepted end sends first: through the shortcut, into c's queue, unread */
 	cr_assert_eq(send_all(sv, 27, 0, 1000), 0);
 	snap(&e, &s);
@@ -643,43 +683,6 @@ Test(shortcut, a_sender_whose_peer_left_leaves_once_it_read_its_queue)
 	}
 	wait_left(1, &s);
 	cr_assert_eq(shortcut_members(&e), 0, "both ends left the shortcut map");
-	close(c);
-	close(sv);
-	assert_drained();
-}
-
-/*
- * A sender whose peer left (here: an eager pair whose accepted end turned
- * out blocking, so it fell back once the sender had seen it blocking)
- * leaves both maps at its next send: nothing can be redirected to it any
- * more, and its sends would otherwise go to TCP through the data path for
- * the socket's life.  No new fallback: the pair was over already.
- */
-Test(shortcut, a_sender_whose_peer_left_leaves_the_maps)
-{
-	struct lism_snapshot s;
-	__u64 off = 0;
-	int c, sv;
-
-	up("--eager-senders");
-	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
-	set_nonblock(sv, 0); /* before its first packet: its mode check finds it blocking */
-	assert_confirmed(1);
-	for (int i = 0; i < 50; i++, off += 1000) {
-		cr_assert_eq(send_all(c, 26, off, 1000), 0);
-		cr_assert_eq(recv_check(sv, 26, off, 1000, 5000), 0, "send %d", i);
-		snap(&e, &s);
-		if (s.stats[LISM_S_SENDERS_LEFT])
-			break;
-	}
-	wait_left(1, &s);
-	cr_assert_eq(s.reasons[LISM_R_BLOCKING], 1, "the blocking end fell back");
-	cr_assert_eq(s.reasons[LISM_R_SYNC_STUCK], 0, "no new fallback: the pair was over");
-	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0, "nothing was redirected to a blocking reader");
-	cr_assert_eq(s.sender_sockets, 0, "the sender left the senders map");
-	cr_assert_eq(shortcut_members(&e), 0, "both ends left the shortcut map");
-	cr_assert_eq(send_all(c, 26, off, 100000), 0);
-	cr_assert_eq(recv_check(sv, 26, off, 100000, 5000), 0);
 	close(c);
 	close(sv);
 	assert_drained();

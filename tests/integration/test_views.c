@@ -783,11 +783,23 @@ static __u32 handshake_prog_id(void)
 	return info.id;
 }
 
+/* SIGTERM to the daemon started on @out: it must exit 0. */
+static void stop_daemon(int out)
+{
+	int st;
+
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	child = -1;
+	close(out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+}
+
 /* A daemon adopts the instance; @says is what it printed about the device. */
 static void adopt(const char *says)
 {
 	char buf[8192] = "", args[128];
-	int out, st;
+	int out;
 
 	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d", 31000 + getpid() % 1000);
 	child = spawn_lism(args, &out);
@@ -795,11 +807,7 @@ static void adopt(const char *says)
 	cr_assert(strstr(buf, "adopting") && strstr(buf, says), "'%s' not in: %s", says, buf);
 	/* this build's programs over the adopted state (a new image on the node) */
 	cr_assert(strstr(buf, "upgraded the programs"), "%s", buf);
-	kill(child, SIGTERM);
-	waitpid(child, &st, 0);
-	child = -1;
-	close(out);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+	stop_daemon(out);
 }
 
 /*
@@ -868,7 +876,7 @@ Test(views, a_daemon_replaces_what_an_unfinished_load_left)
 	char buf[8192] = "", args[PATH_MAX + 128];
 	struct lism_instance in;
 	struct lism_device d = { 0 };
-	int out, st;
+	int out;
 
 	require_root();
 	env_up(&e, NULL);
@@ -881,11 +889,7 @@ Test(views, a_daemon_replaces_what_an_unfinished_load_left)
 	cr_assert(wait_output(out, buf, sizeof(buf), "running", 8000), "daemon did not start: %s", buf);
 	cr_assert(strstr(buf, "a load that did not finish") && strstr(buf, "lism: loaded at"), "%s", buf);
 	expect_active(1, 0);
-	kill(child, SIGTERM);
-	waitpid(child, &st, 0);
-	child = -1;
-	close(out);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+	stop_daemon(out);
 }
 
 /* kill -9 of the daemon in the middle of a transfer: bytes keep flowing, a restart adopts. */
