@@ -177,6 +177,26 @@ static int load_fresh(const struct lism_opts *o, int *loaded)
 }
 
 /*
+ * The fast path on new veths, under the pin lock: an unload detaches the
+ * fast path and then unlinks its pins, and a rescan in between would
+ * attach programs nothing removes any more.  While a load or an unload
+ * holds the lock (or the directory is gone) it waits for the next rescan.
+ * lism_fastpath_sync()'s result otherwise (-EPERM: no CAP_SYS_ADMIN).
+ */
+static int fastpath_rescan(const struct lism_opts *o)
+{
+	int lockfd = lism_pin_trylock(o->pin_path), err;
+
+	if (lockfd == -EWOULDBLOCK || lockfd == -ENOENT)
+		return 0;
+	if (lockfd < 0)
+		return lockfd;
+	err = lism_fastpath_sync(o->pin_path, o->xdp_ifaces, 1);
+	close(lockfd);
+	return err;
+}
+
+/*
  * An instance already pinned there: adopt it (after a crash or an upgrade
  * of the daemon).  Looked at under the pin lock: an unload (a pod on its
  * way out) must not see the device change, nor remove what is adopted.
@@ -414,7 +434,7 @@ int lism_cmd_run(const struct lism_opts *o)
 	ret = o->event_types ? follow_events(o->pin_path, &eo, &ev, &follow, 1) : 0;
 	if (ret)
 		goto out;
-	if (xdp_on && lism_fastpath_sync(o->pin_path, o->xdp_ifaces, 1) == -EPERM)
+	if (xdp_on && fastpath_rescan(o) == -EPERM)
 		xdp_on = 0; /* said why (CAP_SYS_ADMIN); retrying would only repeat it */
 	if (o->log_interval_s)
 		log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);
@@ -462,7 +482,7 @@ int lism_cmd_run(const struct lism_opts *o)
 		}
 		/* pods come and go: new veths matching --iface get the fast path */
 		if (xdp_on && now - last_xdp >= XDP_RESCAN_S) {
-			if (lism_fastpath_sync(o->pin_path, o->xdp_ifaces, 1) == -EPERM)
+			if (fastpath_rescan(o) == -EPERM)
 				xdp_on = 0;
 			last_xdp = now;
 			fflush(stdout);

@@ -496,7 +496,7 @@ static int xdp_status(const struct lism_opts *o)
 
 int lism_cmd_xdp(const struct lism_opts *o)
 {
-	int err;
+	int err, lockfd;
 
 	if (geteuid() != 0 && o->xdp_action != LISM_XDP_STATUS) {
 		lism_err("must run as root (CAP_BPF, CAP_NET_ADMIN)");
@@ -513,14 +513,26 @@ int lism_cmd_xdp(const struct lism_opts *o)
 			lism_hint("mount it with 'lism mount-bpffs'");
 			return LISM_EXIT_ENV;
 		}
+		lockfd = lism_pin_lock(o->pin_path); /* not between an unload's detach and its unlink */
+		if (lockfd < 0) {
+			lism_pin_lock_failed(o->pin_path, lockfd);
+			return LISM_EXIT_STATE;
+		}
 		err = lism_fastpath_sync(o->pin_path, o->xdp_ifaces, 1);
+		close(lockfd);
 		if (err < 0)
 			return LISM_EXIT_FAIL;
 		if (!err)
 			printf("lism: no new interface matches '%s'\n", o->xdp_ifaces);
 		return LISM_EXIT_OK;
 	case LISM_XDP_DETACH:
+		lockfd = lism_pin_lock(o->pin_path);
+		if (lockfd < 0) {
+			lism_pin_lock_failed(o->pin_path, lockfd);
+			return LISM_EXIT_STATE;
+		}
 		err = lism_fastpath_remove(o->pin_path);
+		close(lockfd);
 		if (err) {
 			lism_err("removing the fast path failed: %s", strerror(-err));
 			return LISM_EXIT_FAIL;

@@ -156,6 +156,17 @@ int lism_is_mount_point(const char *path)
 
 int lism_pin_lock(const char *dir)
 {
+	int fd = lism_pin_trylock(dir);
+
+	for (int waited = 0; fd == -EWOULDBLOCK && waited < LISM_PIN_LOCK_WAIT_MS; waited += 10) {
+		usleep(10 * 1000);
+		fd = lism_pin_trylock(dir);
+	}
+	return fd;
+}
+
+int lism_pin_trylock(const char *dir)
+{
 	return lism_flock(dir, O_DIRECTORY);
 }
 

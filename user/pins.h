@@ -56,8 +56,17 @@ int lism_dir_only_fastpath(const char *dir);
 /* Whether @path is a mount point (1), not (0), or -errno. */
 int lism_is_mount_point(const char *path);
 
-/* Exclusive lock on the pin directory against a concurrent load/unload; fd or -errno. */
+/*
+ * Exclusive lock on the pin directory against a concurrent load, unload,
+ * set or fast-path change; fd or -errno.  Waits up to
+ * LISM_PIN_LOCK_WAIT_MS for a holder: the short ones (the daemon's
+ * fast-path rescan, a set) must not make another command fail, the long
+ * ones (a load, an unload's wait) still do (-EWOULDBLOCK).
+ */
+#define LISM_PIN_LOCK_WAIT_MS 1000
 int lism_pin_lock(const char *dir);
+/* The same, without waiting: -EWOULDBLOCK while it is held. */
+int lism_pin_trylock(const char *dir);
 /* Say why lism_pin_lock(@dir) failed with @err: another lism holds it, or the error itself. */
 void lism_pin_lock_failed(const char *dir, int err);
 /* flock(LOCK_EX | LOCK_NB) on @path opened O_RDONLY | @oflags; the fd (close it to unlock) or -errno (-EWOULDBLOCK: held). */

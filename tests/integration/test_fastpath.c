@@ -485,3 +485,38 @@ Test(fastpath, run_keeps_it_on_new_veths_and_unloads_it_on_exit)
 	cr_assert_eq(xdp_links(), 0, "programs left after the daemon's unload");
 	cr_assert_neq(access(e.pin, F_OK), 0, "%s left", e.pin);
 }
+
+/*
+ * The daemon's rescan takes the pin lock: between an unload's detach and
+ * its unlink it would attach programs that nothing removes any more.
+ * While the lock is held (here by the test, as an unload holds it) a new
+ * veth waits; once it is free the next rescan picks it up.
+ */
+Test(fastpath, run_leaves_the_fast_path_alone_while_the_pins_are_locked)
+{
+	char cmd[PATH_MAX * 4], buf[8192] = "";
+	const char *bin = getenv("LISM_BIN");
+	int out, st, lockfd, port = 31000 + getpid() % 1000;
+
+	node_up(1);
+	snprintf(cmd, sizeof(cmd),
+		 "LIBXDP_BPFFS=%s exec nsenter --net=/run/netns/%s %s run --cgroup %s --pin-path %s "
+		 "--metrics-addr 127.0.0.1:%d --iface 'p*'",
+		 libxdp_dir, node, bin ? bin : "build/lism", e.cgroup, e.pin, port);
+	daemon_pid = spawn_sh(cmd, &out);
+	cr_assert(wait_output(out, buf, sizeof(buf), "running", 5000), "daemon did not start: %s", buf);
+	lockfd = lism_pin_trylock(e.pin);
+	cr_assert_geq(lockfd, 0, "locking %s: %s", e.pin, strerror(-lockfd));
+	add_pod(3);
+	usleep(5000 * 1000); /* two rescans (every 2 s) */
+	cr_assert_eq(xdp_links(), 2, "a rescan attached to p3 while the pins were locked");
+	close(lockfd);
+	cr_assert(wait_output(out, buf, sizeof(buf), "fast path attached to p3", 5000),
+		  "the new veth was not picked up once the lock was free: %s", buf);
+	cr_assert_eq(xdp_links(), 3);
+	kill(daemon_pid, SIGTERM);
+	waitpid(daemon_pid, &st, 0);
+	daemon_pid = -1;
+	close(out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+}
