@@ -649,6 +649,17 @@ pid_t spawn_sh(const char *cmd, int *out)
 	return pid;
 }
 
+void stop_spawned(pid_t *pid, int out)
+{
+	int st;
+
+	kill(*pid, SIGTERM);
+	waitpid(*pid, &st, 0);
+	*pid = -1;
+	close(out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+}
+
 /* One read of what @fd has for @buf (appended), within @ms; 0 when nothing came (or EOF). */
 static ssize_t read_more(int fd, char *buf, size_t len, int ms)
 {

@@ -102,6 +102,8 @@ void netns_switch(const char *ns);
 
 /* Start `sh -c @cmd` with its stdout on *@out (a pipe); returns its pid. */
 pid_t spawn_sh(const char *cmd, int *out);
+/* SIGTERM to *@pid (spawn_sh), wait, close @out; it must exit 0.  *@pid becomes -1. */
+void stop_spawned(pid_t *pid, int out);
 /* Read @fd into @buf until @needle shows up in the text read so far; 0 on timeout. */
 int wait_output(int fd, char *buf, size_t len, const char *needle, int ms);
 /* Append what @fd has written to @buf until it stays quiet for @quiet_ms (0: what is there now). */

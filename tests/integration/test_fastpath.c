@@ -451,20 +451,34 @@ Test(fastpath, another_xdp_program_is_left_alone)
 	xdp_other__destroy(other);
 }
 
+/*
+ * `lism run --iface 'p*' @extra` in the node's namespace with the test's
+ * cgroup and pins, metrics on @port; started once it says so.  Its stdout
+ * is read into @buf; the pipe is returned.
+ */
+static int node_daemon(const char *extra, int port, char *buf, size_t len)
+{
+	char cmd[PATH_MAX * 4];
+	const char *bin = getenv("LISM_BIN");
+	int out;
+
+	snprintf(cmd, sizeof(cmd),
+		 "LIBXDP_BPFFS=%s exec nsenter --net=/run/netns/%s %s run --cgroup %s --pin-path %s "
+		 "--metrics-addr 127.0.0.1:%d --iface 'p*' %s",
+		 libxdp_dir, node, bin ? bin : "build/lism", e.cgroup, e.pin, port, extra);
+	daemon_pid = spawn_sh(cmd, &out);
+	cr_assert(wait_output(out, buf, len, "running", 5000), "daemon did not start: %s", buf);
+	return out;
+}
+
 /* The DaemonSet's way: `lism run --iface`, in the node's namespace, keeps it on new veths. */
 Test(fastpath, run_keeps_it_on_new_veths_and_unloads_it_on_exit)
 {
-	char cmd[PATH_MAX * 4], buf[8192] = "", body[1 << 16];
-	const char *bin = getenv("LISM_BIN");
-	int out, st, port = 30000 + getpid() % 1000;
+	char cmd[PATH_MAX], buf[8192] = "", body[1 << 16];
+	int out, port = 30000 + getpid() % 1000;
 
 	node_up(1);
-	snprintf(cmd, sizeof(cmd),
-		 "LIBXDP_BPFFS=%s exec nsenter --net=/run/netns/%s %s run --cgroup %s --pin-path %s "
-		 "--metrics-addr 127.0.0.1:%d --iface 'p*' --unload-on-exit",
-		 libxdp_dir, node, bin ? bin : "build/lism", e.cgroup, e.pin, port);
-	daemon_pid = spawn_sh(cmd, &out);
-	cr_assert(wait_output(out, buf, sizeof(buf), "running", 5000), "daemon did not start: %s", buf);
+	out = node_daemon("--unload-on-exit", port, buf, sizeof(buf));
 	add_pod(3);
 	cr_assert(wait_output(out, buf, sizeof(buf), "fast path attached to p3", 5000),
 		  "the new veth was not picked up: %s", buf);
@@ -476,11 +490,7 @@ Test(fastpath, run_keeps_it_on_new_veths_and_unloads_it_on_exit)
 	cr_assert(strstr(body, "\nlism_xdp_packets_total{result=\"forwarded\",reason=\"\"} "), "%s", body);
 	cr_assert(!strstr(body, "\nlism_xdp_packets_total{result=\"forwarded\",reason=\"\"} 0\n"),
 		  "nothing forwarded");
-	kill(daemon_pid, SIGTERM);
-	waitpid(daemon_pid, &st, 0);
-	daemon_pid = -1;
-	close(out);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+	stop_spawned(&daemon_pid, out);
 	e.loaded = 0;
 	cr_assert_eq(xdp_links(), 0, "programs left after the daemon's unload");
 	cr_assert_neq(access(e.pin, F_OK), 0, "%s left", e.pin);
@@ -494,17 +504,11 @@ Test(fastpath, run_keeps_it_on_new_veths_and_unloads_it_on_exit)
  */
 Test(fastpath, run_leaves_the_fast_path_alone_while_the_pins_are_locked)
 {
-	char cmd[PATH_MAX * 4], buf[8192] = "";
-	const char *bin = getenv("LISM_BIN");
-	int out, st, lockfd, port = 31000 + getpid() % 1000;
+	char buf[8192] = "";
+	int out, lockfd, port = 31000 + getpid() % 1000;
 
 	node_up(1);
-	snprintf(cmd, sizeof(cmd),
-		 "LIBXDP_BPFFS=%s exec nsenter --net=/run/netns/%s %s run --cgroup %s --pin-path %s "
-		 "--metrics-addr 127.0.0.1:%d --iface 'p*'",
-		 libxdp_dir, node, bin ? bin : "build/lism", e.cgroup, e.pin, port);
-	daemon_pid = spawn_sh(cmd, &out);
-	cr_assert(wait_output(out, buf, sizeof(buf), "running", 5000), "daemon did not start: %s", buf);
+	out = node_daemon("", port, buf, sizeof(buf));
 	lockfd = lism_pin_trylock(e.pin);
 	cr_assert_geq(lockfd, 0, "locking %s: %s", e.pin, strerror(-lockfd));
 	add_pod(3);
@@ -514,9 +518,5 @@ Test(fastpath, run_leaves_the_fast_path_alone_while_the_pins_are_locked)
 	cr_assert(wait_output(out, buf, sizeof(buf), "fast path attached to p3", 5000),
 		  "the new veth was not picked up once the lock was free: %s", buf);
 	cr_assert_eq(xdp_links(), 3);
-	kill(daemon_pid, SIGTERM);
-	waitpid(daemon_pid, &st, 0);
-	daemon_pid = -1;
-	close(out);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+	stop_spawned(&daemon_pid, out);
 }

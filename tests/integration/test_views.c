@@ -783,18 +783,6 @@ static __u32 handshake_prog_id(void)
 	return info.id;
 }
 
-/* SIGTERM to the daemon started on @out: it must exit 0. */
-static void stop_daemon(int out)
-{
-	int st;
-
-	kill(child, SIGTERM);
-	waitpid(child, &st, 0);
-	child = -1;
-	close(out);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
-}
-
 /* A daemon adopts the instance; @says is what it printed about the device. */
 static void adopt(const char *says)
 {
@@ -807,7 +795,7 @@ static void adopt(const char *says)
 	cr_assert(strstr(buf, "adopting") && strstr(buf, says), "'%s' not in: %s", says, buf);
 	/* this build's programs over the adopted state (a new image on the node) */
 	cr_assert(strstr(buf, "upgraded the programs"), "%s", buf);
-	stop_daemon(out);
+	stop_spawned(&child, out);
 }
 
 /*
@@ -889,7 +877,7 @@ Test(views, a_daemon_replaces_what_an_unfinished_load_left)
 	cr_assert(wait_output(out, buf, sizeof(buf), "running", 8000), "daemon did not start: %s", buf);
 	cr_assert(strstr(buf, "a load that did not finish") && strstr(buf, "lism: loaded at"), "%s", buf);
 	expect_active(1, 0);
-	stop_daemon(out);
+	stop_spawned(&child, out);
 }
 
 /* kill -9 of the daemon in the middle of a transfer: bytes keep flowing, a restart adopts. */
