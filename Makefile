@@ -29,20 +29,25 @@ CFLAGS   ?= -O2 -g
 # Expanded when a recipe runs (=, not :=): on a fresh machine pkg-config and
 # the -dev packages only exist once `deps` has run.
 USER_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) \
-	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf libxdp json-c libmicrohttpd)
-USER_LIBS = $(shell $(PKG_CONFIG) --libs libbpf libxdp json-c libmicrohttpd)
+	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf libelf libxdp json-c libmicrohttpd)
+USER_LIBS = $(shell $(PKG_CONFIG) --libs libbpf libelf libxdp json-c libmicrohttpd)
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-function -Iinclude -Ibpf -I$(BUILD)
 
-BPF_SRCS  := bpf/handshake.bpf.c bpf/shortcut.bpf.c bpf/views.bpf.c
-BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+# The core object (handshake + data path, linked into one) and the optional
+# features, each an object of its own so that a kernel refusing one loads
+# lism without it (docs/architecture.md, "Core and optional").
+CORE_SRCS := bpf/handshake.bpf.c bpf/shortcut.bpf.c
+CORE_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(CORE_SRCS))
+OPTIONAL  := views backstop sweep
+OPTIONAL_SKELS := $(patsubst %,$(BUILD)/%.skel.h,$(OPTIONAL))
 BPF_HDRS  := $(wildcard bpf/*.h) $(wildcard include/lism/*.h)
 USER_SRCS := $(wildcard user/*.c)
 # everything but main.c, so tests link the same code the tool runs
 LIB_SRCS  := $(filter-out user/main.c,$(USER_SRCS))
 LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(LIB_SRCS))
 USER_HDRS := $(wildcard user/*.h) $(wildcard include/lism/*.h) $(BUILD)/lism.skel.h \
-	$(BUILD)/fastpath.skel.h
+	$(OPTIONAL_SKELS) $(BUILD)/fastpath.skel.h
 
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
@@ -109,14 +114,24 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(BUILD)/vmlinux.h | $(BUILD)/bpf
 	$(call say,CLANG,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-# One object, one skeleton: the two programs share their maps.
-$(BUILD)/lism.bpf.o: $(BPF_OBJS)
+# One core object, one skeleton: the two programs share their maps.
+$(BUILD)/lism.bpf.o: $(CORE_OBJS)
 	$(call say,LINK,$@)
 	$(Q)$(BPFTOOL) gen object $@ $^
 
 $(BUILD)/lism.skel.h: $(BUILD)/lism.bpf.o
 	$(call say,GEN,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name lism_bpf > $@.tmp && mv $@.tmp $@
+
+# An optional feature's object (linked alone: the linker keeps BTF, drops
+# DWARF) and skeleton (lism_views_bpf, ...): its maps are the core's pins.
+$(BUILD)/%.bpf.o: $(BUILD)/bpf/%.bpf.o
+	$(call say,LINK,$@)
+	$(Q)$(BPFTOOL) gen object $@ $<
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(call say,GEN,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name lism_$*_bpf > $@.tmp && mv $@.tmp $@
 
 # The veth fast path is its own object: libxdp loads it into its dispatcher.
 # libbpf 1.1 warns about libxdp's .xdp_run_config section (libxdp reads it).

@@ -127,6 +127,22 @@ static __always_inline int release_own(struct lism_dmb *e, __u64 token)
 	return 1;
 }
 
+/* This end is closed: forget its entry in its socket storage. */
+static __always_inline void sk_closed(struct lism_sk *st)
+{
+	st->token = 0;
+	st->state = LISM_ST_CLOSED;
+	st->tx = LISM_TX_TCP;
+}
+
+/* This end is closed and still owns its entry: count the close, give the entry back. */
+static __always_inline void close_own(struct lism_sk *st, struct lism_dmb *e, __u64 token)
+{
+	stat_add(LISM_S_CLOSES, 1);
+	release_own(e, token);
+	sk_closed(st);
+}
+
 /*
  * A fallback, recorded on a socket's storage and on its own entry (if it
  * has one), which is freed.  What it sent over TCP unseen is counted first.

@@ -26,8 +26,11 @@
 #include <xdp/xdp_helpers.h>
 
 #include "lism/fastpath.h"
+#include "reject.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+const volatile bool lism_test_reject = false; /* LISM_TEST_REJECT_POINT */
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -169,6 +172,7 @@ int lism_xdp_fwd(struct xdp_md *ctx)
 	__u64 bytes = end - data;
 	int rc;
 
+	LISM_TEST_REJECT_POINT(lism_test_reject);
 	if ((void *)(eth + 1) > end)
 		return pass(LISM_XDP_NOT_IP);
 	cfg = bpf_map_lookup_elem(&xdp_config, &zero);

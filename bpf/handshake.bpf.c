@@ -17,8 +17,8 @@
  * tokens to be live entries of this kernel's table naming each other, so a
  * packet from elsewhere cannot complete it.
  */
-#include "sweep.bpf.h"
 #include "sender.bpf.h"
+#include "storage.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -128,22 +128,6 @@ static __always_inline struct lism_dmb *dmb_alloc(const struct lism_device *d, _
 	__builtin_memcpy(e->raddr, r.w, 16);
 	dmb_publish(d, e, slot, role);
 	return e;
-}
-
-/* This end is closed: forget its entry in its socket storage. */
-static __always_inline void sk_closed(struct lism_sk *st)
-{
-	st->token = 0;
-	st->state = LISM_ST_CLOSED;
-	st->tx = LISM_TX_TCP;
-}
-
-/* This end is closed and still owns its entry: count the close, give the entry back. */
-static __always_inline void close_own(struct lism_sk *st, struct lism_dmb *e, __u64 token)
-{
-	stat_add(LISM_S_CLOSES, 1);
-	release_own(e, token);
-	sk_closed(st);
 }
 
 /* An event about a socket that has no DMB entry (yet): addresses from the context. */
@@ -298,6 +282,25 @@ static __always_inline void set_owner(struct bpf_sock_ops *s, struct lism_dmb *e
 	e->cookie = bpf_get_socket_cookie(s);
 }
 
+/*
+ * One lism per socket.  A cgroup's programs run before its parent's, so an
+ * instance attached nearer the socket (a pod's, a test's, under a node-wide
+ * one) has seen it first and made its storage: that instance owns it, and
+ * this one leaves its option, callbacks and maps alone.
+ */
+static __noinline int nested_owner(__u64 sk, __u32 own_socks)
+{
+	return storage_find((const struct sock *)sk, own_socks, STORAGE_OTHER_LISM) != 0;
+}
+
+/* The socket's kernel address as a plain number (probe reads take it; the verifier's pointer would not). */
+static __always_inline __u64 sock_addr(struct bpf_sock_ops *s)
+{
+	struct bpf_sock_ops_kern *k = bpf_cast_to_kern_ctx(s);
+
+	return (__u64)BPF_CORE_READ(k, sk);
+}
+
 static void on_connect(struct bpf_sock_ops *s)
 {
 	struct lism_device *d = lism_dev();
@@ -312,6 +315,10 @@ static void on_connect(struct bpf_sock_ops *s)
 	sockops_remote(s, &r);
 	if (!in_scope(&r))
 		return; /* not a candidate: no state, no option on the wire */
+	if (nested_owner(sock_addr(s), d->socks_id)) {
+		reason_count(LISM_R_NESTED);
+		return;
+	}
 	if (d->active && churn_skip(s, d, &r)) {
 		/*
 		 * Counted, but no storage and no event: at the connection
@@ -324,6 +331,7 @@ static void on_connect(struct bpf_sock_ops *s)
 	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!st)
 		return;
+	bpf_get_socket_cookie(s); /* made now: lism conns names the socket by it (views.bpf.c cannot make one) */
 	st->role = LISM_ROLE_ACTIVE;
 	st->token = 0;
 	st->peer_token = 0;
@@ -355,7 +363,7 @@ static void on_connect(struct bpf_sock_ops *s)
 	st->token = e->token;
 	st->slot = lism_token_slot(e->token);
 	set_owner(s, e, st->slot); /* from now on the sweep covers it */
-	sweep_arm(); /* the passive end's entry only exists beside an active one: armed here */
+	sweep_kick(); /* the passive end's entry only exists beside an active one: armed here */
 	st->state = LISM_ST_PROPOSED;
 	st->reason = LISM_R_NONE;
 	stat_add(LISM_S_PROPOSALS_SENT, 1);
@@ -755,7 +763,7 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	__u64 rtoken;
 	struct addr6 r;
 
-	if (!d || !sk)
+	if (!d || !sk || nested_owner(sock_addr(s), d->socks_id))
 		return;
 	/* Inherited from the listener; only a member keeps it (below). */
 	cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
@@ -772,6 +780,7 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!st)
 		return; /* the client's close releases the entry */
+	bpf_get_socket_cookie(s); /* as on_connect */
 	st->role = LISM_ROLE_PASSIVE;
 	st->peer_token = 0;
 	st->tx = LISM_TX_TCP;
@@ -886,9 +895,12 @@ static void on_state(struct bpf_sock_ops *s)
 	close_own(st, e, st->token);
 }
 
+const volatile bool lism_test_reject_handshake = false; /* LISM_TEST_REJECT_POINT */
+
 SEC("sockops")
 int lism_sockops(struct bpf_sock_ops *s)
 {
+	LISM_TEST_REJECT_POINT(lism_test_reject_handshake);
 	switch (s->op) {
 	case BPF_SOCK_OPS_TCP_CONNECT_CB:
 		on_connect(s);
@@ -916,69 +928,6 @@ int lism_sockops(struct bpf_sock_ops *s)
 		break;
 	}
 	return 1;
-}
-
-/*
- * Backstop for the invariant nothing else could restore: a socket that still
- * owns a DMB when the kernel destroys it gives it back here.  TCP_CLOSE
- * always comes before destruction, and the close seen by lism_sockops has
- * released the entry already, so this acts only on a close that program did
- * not see; each one is counted (reaped) and reported with the socket's state.
- */
-SEC("tp_btf/tcp_destroy_sock")
-int lism_destroy(__u64 *ctx)
-{
-	struct sock *sk = (struct sock *)ctx[0]; /* typed by the tracepoint's BTF */
-	struct lism_sk *st = bpf_sk_storage_get(&socks, sk, 0, 0);
-	struct lism_dmb *e;
-	__u64 token;
-
-	if (!st)
-		return 0;
-	token = st->token;
-	e = token ? dmb_by_token(token) : NULL;
-	if (!e) {
-		/*
-		 * The socket may have forgotten its token while the entry stayed:
-		 * the entry of its slot is still its own if it carries its cookie
-		 * (set when it took or joined it; cookies are never reused).  The
-		 * token first: a slot taken again is cleared before its new token
-		 * is published, so a cookie read after the token is the token's
-		 * owner's.  The other order could release a new connection's
-		 * entry under an old cookie.
-		 */
-		e = dmb_get(st->slot);
-		if (!e)
-			goto out;
-		token = __sync_fetch_and_add(&e->token, 0);
-		if (!token || !e->cookie || e->cookie != bpf_get_socket_cookie(sk))
-			goto out;
-		stat_add(LISM_S_REAPED_ORPHANS, 1);
-	}
-	__sync_fetch_and_or(&e->conn_flags, LISM_CONN_CLOSED);
-	stat_add(LISM_S_REAPED, 1);
-	emit_event_at(LISM_EV_REAPED, st->reason, e, sk->__sk_common.skc_state);
-	close_own(st, e, token);
-	return 0;
-out:
-	sk_closed(st);
-	return 0;
-}
-
-/*
- * Arms the sweep from userspace (BPF_PROG_RUN): load --upgrade cancels the
- * old program's timer, and entries already in use must not wait for the
- * next connect() to be swept again.  An empty table stops it at the first
- * tick, as usual.  A tc program, never attached: BPF_PROG_RUN runs it on a
- * dummy frame, and unlike a syscall program it is not sleepable, so the
- * callback's maps (a queue among them) load on every kernel lism supports.
- * Returns 1 when the sweep runs.
- */
-SEC("tc")
-int lism_sweep_start(struct __sk_buff *skb)
-{
-	(void)skb;
-	return sweep_arm();
 }
 
 /*

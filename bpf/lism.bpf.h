@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Maps and small helpers shared by handshake.bpf.c (sockops) and
- * shortcut.bpf.c (sk_msg).  Maps are __weak so the two objects link into
- * one (bpftool gen object) with a single instance of each.  A kfunc may be
- * declared in only one of the two objects: Debian's libbpf 1.1 linker
- * cannot merge the same extern function from two objects.
+ * Maps and small helpers shared by every lism object.  The core object is
+ * handshake.bpf.c (sockops) and shortcut.bpf.c (sk_msg), linked into one
+ * (bpftool gen object): maps are __weak so it holds a single instance of
+ * each.  The optional objects (views, backstop, sweep) declare the same
+ * maps and the loader points them at the core's pins, so every object
+ * works on one set of maps.  A kfunc may be declared in only one of the
+ * two core objects: Debian's libbpf 1.1 linker cannot merge the same
+ * extern function from two objects.
  */
 #ifndef LISM_BPF_H
 #define LISM_BPF_H
@@ -16,11 +19,14 @@
 
 #include "lism/abi.h"
 #include "lism/churn.h"
+#include "lism/feature.h"
 #include "lism/hist.h"
 #include "lism/option.h"
 #include "lism/reason.h"
 #include "lism/sender.h"
 #include "lism/token.h"
+
+#include "reject.bpf.h"
 
 #define AF_INET 2
 #define ENOMSG 42
@@ -176,6 +182,51 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lism_sender_join);
 } sender_join SEC(".maps") __weak;
+
+/*
+ * The sweep's timer (bpf/sweep.bpf.c).  Only lism_sweep_start, in the
+ * sweep's own object, sets it up and names its callback; the handshake only
+ * starts it again (sweep_kick), so it works without that object (sweep off).
+ */
+struct lism_sweep {
+	struct bpf_timer timer;
+	__u32 armed;     /* 1 while the timer runs; the next connect() that takes an entry starts it */
+	__u32 next_slot; /* where the next tick goes on */
+	__u32 ready;     /* 1 once lism_sweep_start set the callback */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lism_sweep);
+} sweep SEC(".maps") __weak;
+
+/* What runs on this instance and why not (include/lism/feature.h); written by the loader only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LISM_F_MAX);
+	__type(key, __u32);
+	__type(value, struct lism_feature_state);
+} features SEC(".maps") __weak;
+
+/*
+ * An active end took an entry: make sure the sweep runs (one lookup when it
+ * does).  Starting a timer needs no callback of our own; one that was never
+ * set up (the sweep is off) is left alone.
+ */
+static __always_inline void sweep_kick(void)
+{
+	struct lism_sweep *sw;
+	__u32 zero = 0;
+
+	sw = bpf_map_lookup_elem(&sweep, &zero);
+	if (!sw || !sw->ready || sw->armed || __sync_val_compare_and_swap(&sw->armed, 0, 1) != 0)
+		return;
+	if (bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0))
+		__sync_lock_test_and_set(&sw->armed, 0); /* cancelled meanwhile (an upgrade): the next one tries */
+}
 
 /* Run the sender timer now (it fails only before lism_sender_start set it up). */
 static __always_inline void sender_timer_kick(void)

@@ -200,6 +200,8 @@ static __always_inline void judge_window(struct lism_sk *st, const struct tcp_so
 	st->win_sc = 0;
 }
 
+const volatile bool lism_test_reject_data_path = false; /* LISM_TEST_REJECT_POINT */
+
 SEC("sk_msg")
 int lism_msg(struct sk_msg_md *msg)
 {
@@ -210,6 +212,7 @@ int lism_msg(struct sk_msg_md *msg)
 	__u32 size = msg->size, unread, slot, bucket;
 	__u64 *owner, *hist, peer;
 
+	LISM_TEST_REJECT_POINT(lism_test_reject_data_path);
 	if (!sk)
 		return SK_PASS;
 	/*

@@ -20,7 +20,7 @@ static const struct {
 	{ "conns", LISM_CMD_CONNS },   { "stats", LISM_CMD_STATS },   { "events", LISM_CMD_EVENTS },
 	{ "run", LISM_CMD_RUN },       { "set", LISM_CMD_SET },       { "help", LISM_CMD_HELP },
 	{ "version", LISM_CMD_VERSION }, { "mount-bpffs", LISM_CMD_MOUNT_BPFFS },
-	{ "xdp", LISM_CMD_XDP },
+	{ "xdp", LISM_CMD_XDP },       { "probe", LISM_CMD_PROBE },
 };
 
 /* BPF_TCP_* order */
@@ -87,6 +87,8 @@ void lism_usage(FILE *f)
 		"  xdp attach --iface GLOB,...   veth fast path (XDP) on matching interfaces\n"
 		"  xdp detach                    remove it from every interface\n"
 		"  xdp status                    where it is attached, what it forwarded   [-j]\n"
+		"  probe    every kernel feature lism uses, whether this kernel has it, and which part\n"
+		"           of lism it enables; as root, whether the verifier takes each program   [-j]\n"
 		"  mount-bpffs  mount bpffs at /sys/fs/bpf unless the pin path is on one (init containers)\n"
 		"  help     this text\n"
 		"  version  print the version\n"
@@ -323,7 +325,8 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 		return cmd == LISM_CMD_UNLOAD;
 	case 'j':
 		return cmd == LISM_CMD_STATUS || cmd == LISM_CMD_CONNS || cmd == LISM_CMD_STATS ||
-		       cmd == LISM_CMD_EVENTS || cmd == LISM_CMD_RUN || cmd == LISM_CMD_XDP;
+		       cmd == LISM_CMD_EVENTS || cmd == LISM_CMD_RUN || cmd == LISM_CMD_XDP ||
+		       cmd == LISM_CMD_PROBE;
 	case OPT_IFACE:
 		return cmd == LISM_CMD_XDP || cmd == LISM_CMD_RUN;
 	case 'w':

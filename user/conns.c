@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "conns.h"
+#include "feature.h"
 #include "format.h"
 #include "log.h"
 #include "pins.h"
@@ -471,6 +472,8 @@ int lism_cmd_conns(const struct lism_opts *o)
 		return LISM_EXIT_STATE;
 	}
 	err = lism_layout_check(&in);
+	if (!err)
+		err = lism_feature_require(o->pin_path, LISM_F_CONNS);
 	if (err) {
 		lism_instance_close(&in);
 		return err;

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "device.h"
+#include "feature.h"
 #include "log.h"
 #include "pins.h"
 
@@ -305,6 +306,7 @@ int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
 		s->backstop = access(path, F_OK) == 0;
 	s->backstop_misses_known = s->backstop && !backstop_misses(in->pin_path, &s->backstop_misses);
 	lism_bpf_time_read(in->pin_path, &s->bpf_time);
+	lism_features_read(in->pin_path, s->features); /* unknown where it cannot be read */
 	return err;
 }
 

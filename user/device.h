@@ -11,6 +11,7 @@
 
 #include "bpf_time.h"
 #include "lism/abi.h"
+#include "lism/feature.h"
 #include "lism/hist.h"
 #include "lism/reason.h"
 
@@ -40,6 +41,7 @@ struct lism_snapshot {
 	int backstop_misses_known; /* its program's pin was readable */
 	__u64 backstop_misses;  /* destroys it did not see since its program loaded (recursion_misses) */
 	struct lism_bpf_time bpf_time; /* what BPF stats counted of lism's programs */
+	struct lism_feature_state features[LISM_F_MAX]; /* what runs and why not (the features map) */
 };
 
 /* Open an instance's pins; -ENOENT if nothing is loaded at @pin_path, -EPROTO if another layout. */

@@ -26,9 +26,17 @@
 
 #include "device.h"
 #include "fastpath.h"
+#include "feature.h"
+#include "load_log.h"
 #include "log.h"
+#include "objects.h"
 #include "pins.h"
 #include "fastpath.skel.h"
+
+const void *lism_fastpath_elf(size_t *size)
+{
+	return lism_fastpath_bpf__elf_bytes(size);
+}
 
 #define REFRESH_MS 10000 /* conntrack entries with less left go through the stack */
 #define BE_LIBERAL "/proc/sys/net/netfilter/nf_conntrack_tcp_be_liberal"
@@ -244,6 +252,7 @@ static int libxdp_log(enum libxdp_print_level level, const char *fmt, va_list ap
 /* Load a copy of the program (reusing the pinned maps) and attach it to @ifindex. */
 static int attach_one(const char *pin_path, int ifindex, const char *ifname)
 {
+	struct lism_load_log log = { 0 };
 	struct lism_fastpath_bpf *skel;
 	struct xdp_program *prog = NULL;
 	char msg[256];
@@ -262,6 +271,7 @@ static int attach_one(const char *pin_path, int ifindex, const char *ifname)
 		lism_err("opening the fast path program failed: %s", strerror(-err));
 		goto cleanup;
 	}
+	skel->rodata->lism_test_reject = lism_test_reject(LISM_F_FASTPATH);
 	err = reuse_pins(skel, pin_path);
 	if (err) {
 		lism_err("reusing the fast path's maps at %s failed: %s", pin_path, strerror(-err));
@@ -277,10 +287,26 @@ static int attach_one(const char *pin_path, int ifindex, const char *ifname)
 		lism_err("preparing the fast path program failed: %s", msg);
 		goto cleanup;
 	}
-	err = xdp_program__attach(prog, ifindex, XDP_MODE_SKB, 0);
+	/* libxdp loads the program here: a refusal is said in a few lines (load_log.h) */
+	err = lism_load_log_begin(&log);
+	if (!err) {
+		err = xdp_program__attach(prog, ifindex, XDP_MODE_SKB, 0);
+		lism_load_log_end(&log);
+	}
 	if (err) {
+		struct lism_refusal r;
+
 		libxdp_strerror(err, msg, sizeof(msg));
-		lism_err("attaching the fast path to %s failed: %s", ifname, msg);
+		lism_load_log_refusal(&log, &r);
+		if (r.verifier) {
+			lism_err("attaching the fast path to %s failed: the verifier refused %s (%s)", ifname,
+				 r.prog, lism_feature_info(LISM_F_FASTPATH)->name);
+			lism_refusal_print(stderr, &r);
+			lism_hint("without it %s; 'lism probe' shows what this kernel offers",
+				  lism_feature_info(LISM_F_FASTPATH)->without);
+		} else {
+			lism_err("attaching the fast path to %s failed: %s", ifname, msg);
+		}
 		if (err == -EEXIST || err == -EBUSY)
 			lism_hint("%s has an XDP program in another mode or not loaded through libxdp; "
 				  "lism runs in SKB mode next to libxdp-managed programs only", ifname);
@@ -292,6 +318,7 @@ static int attach_one(const char *pin_path, int ifindex, const char *ifname)
 		xdp_program__detach(prog, ifindex, XDP_MODE_SKB, 0);
 	}
 cleanup:
+	lism_load_log_free(&log);
 	xdp_program__close(prog);
 	lism_fastpath_bpf__destroy(skel);
 	lism_log_quiet(0);

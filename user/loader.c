@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * lism load / lism unload: open -> configure -> load -> attach, with one
- * cleanup path, and the drain that keeps unload from dropping bytes.
+ * lism load / lism unload: probe -> open -> configure -> load -> attach the
+ * core, then each optional feature on its own (optional.h), with one cleanup
+ * path, and the drain that keeps unload from dropping bytes.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -21,16 +22,25 @@
 #include "device.h"
 #include "fastpath.h"
 #include "clock.h"
+#include "feature.h"
+#include "load_log.h"
 #include "loader.h"
 #include "lism/rmem.h"
 #include "lism/sender.h"
 #include "log.h"
+#include "objects.h"
+#include "optional.h"
 #include "pins.h"
 #include "probe.h"
 #include "scope.h"
 #include "lism.skel.h"
 
 #define BPFFS_DEFAULT "/sys/fs/bpf"
+
+const void *lism_core_elf(size_t *size)
+{
+	return lism_bpf__elf_bytes(size);
+}
 
 static int check_privileges(void)
 {
@@ -127,6 +137,14 @@ static int init_device(struct lism_bpf *skel, const struct lism_opts *o, const c
 		  (o->no_churn_detect ? LISM_DEV_F_NO_CHURN_DETECT : 0) |
 		  (o->eager_senders ? LISM_DEV_F_EAGER_SENDERS : 0);
 	d.loaded_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+	{
+		struct bpf_map_info info = { 0 };
+		__u32 len = sizeof(info);
+
+		if (bpf_obj_get_info_by_fd(bpf_map__fd(skel->maps.socks), &info, &len))
+			return -errno;
+		d.socks_id = info.id;
+	}
 	/* for views only: an overlong path is shown truncated */
 	if (snprintf(d.cgroup, sizeof(d.cgroup), "%s", cgroup) >= (int)sizeof(d.cgroup))
 		strcpy(d.cgroup + sizeof(d.cgroup) - 4, "...");
@@ -195,90 +213,19 @@ static int pin_at(const char *dir, const char *name, int (*pin)(void *, const ch
 	return pin(obj, path);
 }
 
-/* The programs' pins (the links pin themselves). */
+/* The core programs' pins (the link pins itself). */
 static int pin_programs(struct lism_bpf *skel, const char *dir, int replace)
 {
 	int err = pin_at(dir, LISM_PIN_PROG_MSG, pin_prog, skel->progs.lism_msg, replace);
 
 	if (!err)
 		err = pin_at(dir, LISM_PIN_PROG_SOCKOPS, pin_prog, skel->progs.lism_sockops, replace);
-	if (!err)
-		err = pin_at(dir, LISM_PIN_PROG_ITER, pin_prog, skel->progs.lism_iter_socks, replace);
-	/* so that views read its recursion misses by pin: an id lookup needs CAP_SYS_ADMIN */
-	if (!err)
-		err = pin_at(dir, LISM_PIN_PROG_DESTROY, pin_prog, skel->progs.lism_destroy, replace);
 	/* the sender join timer's callback is this program's: its id shows which one runs */
 	if (!err)
 		err = pin_at(dir, LISM_PIN_PROG_SENDER, pin_prog, skel->progs.lism_sender_start, replace);
 	if (err)
 		lism_err("pinning the programs failed: %s", strerror(-err));
 	return err;
-}
-
-/*
- * Attach the tcp_destroy_sock backstop and pin its link.  A tracing link
- * cannot switch programs: on upgrade the new one goes in, then the old one
- * out with its pin.  NULL (said why) on failure.
- */
-static struct bpf_link *attach_backstop(struct lism_bpf *skel, const char *dir, int replace)
-{
-	struct bpf_link *link = bpf_program__attach_trace(skel->progs.lism_destroy);
-	int err;
-
-	if (!link) {
-		lism_err("attaching the tcp_destroy_sock backstop failed: %s", strerror(errno));
-		lism_hint("the kernel needs BPF trampolines (CONFIG_DEBUG_INFO_BTF, x86-64/arm64)");
-		return NULL;
-	}
-	err = pin_at(dir, LISM_PIN_LINK_DESTROY, pin_link, link, replace);
-	if (err) {
-		lism_err("pinning the backstop link failed: %s", strerror(-err));
-		bpf_link__destroy(link);
-		return NULL;
-	}
-	return link;
-}
-
-/*
- * The sweep's timer runs the callback of the program that armed it.
- * Writing its map value cancels the timer (the kernel frees a timer on
- * update); then lism_sweep_start arms it again at once with the new
- * program's callback, so that entries already in use are swept without
- * waiting for the next connect().  (An old program still finishing a
- * connect() on another CPU right after the link switched could arm it
- * first: then the old callback sweeps on, on the same maps, until the table
- * next empties.)
- */
-/* Run a never-attached tc program once (BPF_PROG_RUN): 0 and its return value, or -errno. */
-static int run_tc_once(const struct bpf_program *prog, __u32 *retval)
-{
-	char frame[14] = { 0 }; /* BPF_PROG_RUN of a tc program wants an Ethernet header; unread */
-	LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = frame, .data_size_in = sizeof(frame));
-	int err = bpf_prog_test_run_opts(bpf_program__fd(prog), &run);
-
-	*retval = run.retval;
-	return err;
-}
-
-static int restart_sweep(struct lism_bpf *skel)
-{
-	size_t size = bpf_map__value_size(skel->maps.sweep);
-	__u32 zero = 0, retval = 0;
-	void *blank = calloc(1, size);
-	int err = blank ? bpf_map__update_elem(skel->maps.sweep, &zero, sizeof(zero), blank, size, 0)
-			: -ENOMEM;
-
-	free(blank);
-	if (err) {
-		lism_err("restarting the sweep with the new program failed: %s", strerror(-err));
-		return err;
-	}
-	/* the programs are in force already: a sweep that does not start now is not a failed upgrade */
-	err = run_tc_once(skel->progs.lism_sweep_start, &retval);
-	if (err || retval != 1)
-		lism_err("warning: the sweep did not start (%s): it starts with the next connection",
-			  err ? strerror(-err) : "timer refused");
-	return 0;
 }
 
 /*
@@ -296,6 +243,93 @@ static void configure_object(struct lism_bpf *skel, __u32 entries)
 	bpf_map__set_max_entries(skel->maps.sender_queue, entries);
 	bpf_map__set_max_entries(skel->maps.sender_leaves, entries);
 	skel->rodata->lism_page_shift = lism_rmem_page_shift(sysconf(_SC_PAGESIZE));
+	skel->rodata->lism_test_reject_handshake = lism_test_reject(LISM_F_HANDSHAKE);
+	skel->rodata->lism_test_reject_data_path = lism_test_reject(LISM_F_DATA_PATH);
+}
+
+/*
+ * What the core needs and this kernel lacks, said: LISM_EXIT_OK, or the
+ * exit code.  The optional features' verdicts come from the same probe.
+ */
+static int probe_core(struct lism_probe *p)
+{
+	char missing[1024];
+	int err = lism_probe_run(p), bad = 0;
+
+	if (err) {
+		lism_err("probing the kernel failed: %s", strerror(-err));
+		return LISM_EXIT_FAIL;
+	}
+	for (int f = 0; f < LISM_F_MAX; f++) {
+		const struct lism_feature_info *fi = lism_feature_info(f);
+
+		if (fi->core && lism_probe_missing(p, f, missing, sizeof(missing))) {
+			lism_err("this kernel lacks what %s (%s, core) needs: %s", fi->title, fi->name, missing);
+			bad = 1;
+		}
+	}
+	if (!bad)
+		return LISM_EXIT_OK;
+	lism_hint("'lism probe' lists every kernel feature lism uses and which of its parts each one "
+		  "enables; lism needs BTF, sockops, sk_msg and sockmap (CONFIG_BPF_STREAM_PARSER)");
+	lism_probe_free(p);
+	return LISM_EXIT_ENV;
+}
+
+/*
+ * Load the core object.  A refusal is said in a few lines: the program,
+ * the verifier's last two lines, the kernel, where the whole log is.
+ */
+static int load_core(struct lism_bpf *skel, const char *what)
+{
+	struct lism_load_log log;
+	struct lism_refusal r;
+	int err = lism_load_log_begin(&log), f;
+
+	if (err)
+		return err;
+	err = lism_bpf__load(skel);
+	lism_load_log_end(&log);
+	if (err) {
+		lism_load_log_refusal(&log, &r);
+		f = r.prog[0] ? lism_feature_of_program(r.prog) : -1;
+		if (r.verifier)
+			lism_err("%s: the verifier refused %s, a core program (%s), so lism cannot load", what,
+				 r.prog, f >= 0 ? lism_feature_info(f)->title : "core");
+		else
+			lism_err("%s failed%s%s: %s", what, r.prog[0] ? " at " : "", r.prog, strerror(-err));
+		lism_refusal_print(stderr, &r);
+		lism_hint("'lism probe' shows what this kernel lacks and which of lism's programs its verifier "
+			  "refuses; if it lacks nothing, this kernel's verifier differs from the ones lism is "
+			  "tested on: report the log with 'lism version' and the kernel line above");
+	}
+	lism_load_log_free(&log);
+	return err;
+}
+
+/* The features besides the core: the probed ones, then the optional programs (optional.h). */
+static void start_features(const char *pin_path, const struct lism_probe *p,
+			   struct lism_feature_state st[LISM_F_MAX], int upgrade)
+{
+	memset(st, 0, sizeof(*st) * LISM_F_MAX);
+	lism_feature_on(&st[LISM_F_HANDSHAKE]);
+	lism_feature_on(&st[LISM_F_DATA_PATH]);
+	lism_probed_features(p, st);
+	lism_optional_load(pin_path, p, st, upgrade);
+	if (lism_features_write(pin_path, st))
+		lism_err("warning: recording which features run failed: status will not say");
+}
+
+/* One line per feature that does not run (status shows them too). */
+static void say_features(const struct lism_feature_state st[LISM_F_MAX])
+{
+	char line[1024];
+
+	for (int f = 0; f < LISM_F_MAX; f++)
+		if (!lism_feature_enabled(&st[f])) {
+			lism_feature_off_line(f, &st[f], line, sizeof(line));
+			printf("lism: note: %s\n", line);
+		}
 }
 
 /*
@@ -309,7 +343,7 @@ static void configure_object(struct lism_bpf *skel, __u32 entries)
 static int start_sender_joins(struct lism_bpf *skel)
 {
 	__u32 retval = 0;
-	int err = run_tc_once(skel->progs.lism_sender_start, &retval);
+	int err = lism_prog_run_once(bpf_program__fd(skel->progs.lism_sender_start), &retval);
 
 	if (err || retval != 1) {
 		lism_err("starting the sender join timer failed: %s",
@@ -411,11 +445,12 @@ static void stop_signals_release(const sigset_t *old, const char *what)
  */
 static int upgrade(const struct lism_opts *o)
 {
+	struct lism_feature_state features[LISM_F_MAX];
 	struct lism_bpf *skel = NULL;
+	struct lism_probe probe = { 0 };
 	struct lism_instance in;
 	struct lism_device d;
 	char path[PATH_MAX];
-	struct bpf_link *destroy_link = NULL;
 	struct bpf_map *map;
 	sigset_t old_mask;
 	int err, ret = LISM_EXIT_FAIL, lockfd = -1, linkfd = -1;
@@ -430,9 +465,14 @@ static int upgrade(const struct lism_opts *o)
 		lism_hint("unload it with the lism that loaded it, then load this one");
 		return LISM_EXIT_STATE;
 	}
+	ret = probe_core(&probe);
+	if (ret)
+		return ret;
+	ret = LISM_EXIT_FAIL;
 	lockfd = lism_pin_lock(o->pin_path);
 	if (lockfd < 0) {
 		lism_pin_lock_failed(o->pin_path, lockfd);
+		lism_probe_free(&probe);
 		return LISM_EXIT_STATE;
 	}
 	stop_signals_hold(&old_mask);
@@ -454,12 +494,9 @@ static int upgrade(const struct lism_opts *o)
 			goto out;
 		}
 	}
-	err = lism_bpf__load(skel); /* reuses every pinned map, or fails if one differs */
-	if (err) {
-		lism_err("loading the new programs over the pinned maps failed: %s", strerror(-err));
-		lism_hint("a map changed shape: unload, then load");
+	/* reuses every pinned map, or fails if one differs (then: unload, load) */
+	if (load_core(skel, "loading the new programs over the pinned maps"))
 		goto out;
-	}
 	if (bpf_prog_attach(bpf_program__fd(skel->progs.lism_msg),
 			    bpf_map__fd(skel->maps.senders), BPF_SK_MSG_VERDICT, 0)) {
 		lism_err("attaching the new sk_msg program failed: %s", strerror(errno));
@@ -476,19 +513,18 @@ static int upgrade(const struct lism_opts *o)
 			 strerror(errno));
 		goto out;
 	}
-	destroy_link = attach_backstop(skel, o->pin_path, 1);
-	if (!destroy_link || pin_programs(skel, o->pin_path, 1))
+	if (pin_programs(skel, o->pin_path, 1))
 		goto out;
-	if (restart_sweep(skel))
-		goto out;
+	start_features(o->pin_path, &probe, features, 1);
 	printf("lism: upgraded the programs at %s (state, settings and connections kept)\n",
 	       o->pin_path);
+	say_features(features);
 	ret = LISM_EXIT_OK;
 out:
 	if (linkfd >= 0)
 		close(linkfd);
-	bpf_link__destroy(destroy_link);
 	lism_bpf__destroy(skel);
+	lism_probe_free(&probe);
 	close(lockfd);
 	stop_signals_release(&old_mask, "upgrade");
 	return ret;
@@ -503,9 +539,11 @@ int lism_upgrade(const struct lism_opts *o)
 
 int lism_cmd_load(const struct lism_opts *o)
 {
-	struct bpf_link *link = NULL, *destroy_link = NULL;
+	struct lism_feature_state features[LISM_F_MAX];
+	struct lism_probe probe = { 0 };
+	struct bpf_link *link = NULL;
 	struct lism_bpf *skel = NULL;
-	char cgroup[PATH_MAX], path[PATH_MAX], missing[1024];
+	char cgroup[PATH_MAX], path[PATH_MAX];
 	int err, ret = LISM_EXIT_FAIL, cgfd = -1, lockfd = -1, created = 0, n_scope;
 	sigset_t old_mask;
 	struct bpf_map *map;
@@ -560,11 +598,9 @@ int lism_cmd_load(const struct lism_opts *o)
 		lism_hint("choose another --pin-path, or remove what is there");
 		return LISM_EXIT_STATE;
 	}
-	if (lism_probe_kernel(missing, sizeof(missing))) {
-		lism_err("this kernel lacks what lism needs: %s", missing);
-		lism_hint("lism needs Linux >= 6.4 with BTF, sockmap (CONFIG_BPF_STREAM_PARSER) and cgroup BPF");
-		return LISM_EXIT_ENV;
-	}
+	ret = probe_core(&probe);
+	if (ret)
+		return ret;
 
 	ret = LISM_EXIT_FAIL;
 	stop_signals_hold(&old_mask);
@@ -612,12 +648,8 @@ int lism_cmd_load(const struct lism_opts *o)
 			goto cleanup;
 		}
 	}
-	err = lism_bpf__load(skel);
-	if (err) {
-		lism_err("loading the BPF programs failed: %s", strerror(-err));
-		lism_hint("the verifier log is above; rerun with -v for libbpf's full log");
+	if (load_core(skel, "loading lism's BPF programs"))
 		goto cleanup;
-	}
 	err = init_device(skel, o, cgroup);
 	if (!err)
 		err = fill_free_slots(skel, o->max_dmbs);
@@ -640,6 +672,8 @@ int lism_cmd_load(const struct lism_opts *o)
 		goto cleanup;
 	if (pin_programs(skel, o->pin_path, 0))
 		goto cleanup;
+	/* the optional features before the handshake goes live: the instance is whole from its first SYN */
+	start_features(o->pin_path, &probe, features, 0);
 	link = bpf_program__attach_cgroup(skel->progs.lism_sockops, cgfd);
 	if (!link) {
 		lism_err("attaching the sockops program to cgroup %s failed: %s", cgroup, strerror(errno));
@@ -651,11 +685,9 @@ int lism_cmd_load(const struct lism_opts *o)
 		lism_err("pinning the cgroup link failed: %s", strerror(-err));
 		goto cleanup;
 	}
-	destroy_link = attach_backstop(skel, o->pin_path, 0);
-	if (!destroy_link)
-		goto cleanup;
 	printf("lism: loaded at %s, attached to cgroup %s (%u DMBs of %u KiB, %d scope entries)\n",
 	       o->pin_path, cgroup, o->max_dmbs, o->dmb_size >> 10, n_scope);
+	say_features(features);
 	note_send_limits();
 	lism_bpf_stats_note(stdout, lism_bpf_stats_sysctl());
 	ret = LISM_EXIT_OK;
@@ -665,8 +697,8 @@ cleanup:
 	if (ret != LISM_EXIT_OK && link)
 		bpf_link__detach(link);
 	bpf_link__destroy(link);
-	bpf_link__destroy(destroy_link); /* the pin, if any, keeps it attached */
 	lism_bpf__destroy(skel);
+	lism_probe_free(&probe);
 	if (ret != LISM_EXIT_OK && created)
 		lism_pins_remove(o->pin_path, 0); /* a fast path set up before stays */
 	if (lockfd >= 0)

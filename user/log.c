@@ -7,6 +7,7 @@
 
 static int log_verbose;
 static int log_quiet;
+static FILE *log_capture;
 
 void lism_err(const char *fmt, ...)
 {
@@ -32,6 +33,14 @@ void lism_hint(const char *fmt, ...)
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	if (log_capture && level != LIBBPF_DEBUG) {
+		va_list copy;
+
+		va_copy(copy, ap);
+		vfprintf(log_capture, fmt, copy);
+		va_end(copy);
+		return log_verbose ? vfprintf(stderr, fmt, ap) : 0;
+	}
 	if (level == LIBBPF_DEBUG && !log_verbose)
 		return 0;
 	if (level == LIBBPF_INFO && !log_verbose)
@@ -55,4 +64,9 @@ void lism_log_quiet(int on)
 int lism_log_verbose(void)
 {
 	return log_verbose;
+}
+
+void lism_log_capture(FILE *f)
+{
+	log_capture = f;
 }

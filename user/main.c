@@ -11,6 +11,7 @@
 #include "device.h"
 #include "events.h"
 #include "fastpath.h"
+#include "probe.h"
 #include "stats.h"
 #include "status.h"
 
@@ -45,6 +46,8 @@ int main(int argc, char **argv)
 		return lism_cmd_set(&o);
 	case LISM_CMD_XDP:
 		return lism_cmd_xdp(&o);
+	case LISM_CMD_PROBE:
+		return lism_cmd_probe(&o);
 	case LISM_CMD_MOUNT_BPFFS:
 		return lism_cmd_mount_bpffs(&o);
 	case LISM_CMD_VERSION:

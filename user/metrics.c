@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "fastpath.h"
+#include "feature.h"
 #include "metrics.h"
 #include "reason.h"
 
@@ -33,6 +34,7 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 	fprintf(f, "lism_device_info{name=\"%s\",gid=\"%s\",chid=\"0x%04x\"} 1\n", LISM_DEVICE_NAME, gid,
 		s->dev.chid);
 	gauge(f, "lism_active", "1 if new connections may use the shortcut.", s->dev.active);
+	lism_features_metrics(f, s->features);
 	gauge(f, "lism_attached", "1 if the handshake program is attached to its cgroup.", s->attached);
 	gauge(f, "lism_dmbs_in_use", "DMBs (connection ends) in use.", (double)s->usage.dmbs_in_use);
 	gauge(f, "lism_dmbs_max", "Limit on DMBs in use (--max-dmbs).", s->dev.max_dmbs);

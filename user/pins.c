@@ -64,13 +64,13 @@ int lism_pin_open(const char *dir, const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
-/* Every name lism pins: the object's maps, its programs and its link. */
+/* Every name lism pins: the core object's maps, the programs and the links of every object. */
 static const char *const pin_names[] = {
 	"device", "usage", "dmbs", "dmb_owner", "dmb_free", "shortcut", "socks", "stats",
 	"reasons", "sizes", "scope", "ports", "churn", "events", "event_readers", "sweep",
-	"senders", "sender_queue", "sender_leaves", "sender_join",
+	"senders", "sender_queue", "sender_leaves", "sender_join", "features",
 	LISM_PIN_PROG_SOCKOPS, LISM_PIN_PROG_MSG, LISM_PIN_PROG_ITER, LISM_PIN_PROG_DESTROY,
-	LISM_PIN_PROG_SENDER,
+	LISM_PIN_PROG_SENDER, LISM_PIN_PROG_SWEEP,
 	LISM_PIN_LINK_SOCKOPS, LISM_PIN_LINK_DESTROY,
 };
 

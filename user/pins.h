@@ -4,10 +4,13 @@
  *   DIR/<map name>      every map, with BTF (bpftool map dump pinned ...)
  *   DIR/prog_sockops    the handshake program
  *   DIR/prog_msg        the data path program
+ *   DIR/prog_sender_start  the sender join timer's program (its id shows which one runs)
+ *   DIR/link_sockops    the cgroup attachment
+ * and each optional feature's, when it runs (DIR/features says which):
  *   DIR/prog_iter_socks the sockets iterator behind `lism conns`
  *   DIR/prog_destroy    the tcp_destroy_sock backstop program (read for its recursion misses)
- *   DIR/link_sockops    the cgroup attachment
  *   DIR/link_destroy    the tcp_destroy_sock backstop (frees a DMB whose close went unseen)
+ *   DIR/prog_sweep_start the sweep timer's program
  * DIR is --pin-path; several instances can coexist in different DIRs.
  */
 #ifndef LISM_PINS_H
@@ -20,6 +23,7 @@
 #define LISM_PIN_PROG_ITER "prog_iter_socks"
 #define LISM_PIN_PROG_DESTROY "prog_destroy"
 #define LISM_PIN_PROG_SENDER "prog_sender_start"
+#define LISM_PIN_PROG_SWEEP "prog_sweep_start"
 #define LISM_PIN_LINK_SOCKOPS "link_sockops"
 #define LISM_PIN_LINK_DESTROY "link_destroy"
 

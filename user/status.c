@@ -4,6 +4,7 @@
 
 #include "event_types.h"
 #include "fastpath.h"
+#include "feature.h"
 #include "format.h"
 #include "lism/sender.h"
 #include "log.h"
@@ -63,14 +64,30 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 	else if (s->backstop)
 		fprintf(f, "  backstop: tcp_destroy_sock; ");
 	else
-		fprintf(f, "  backstop: NOT ATTACHED (unseen closes wait for the sweep); ");
-	fprintf(f, "sweep: %llu entries of vanished sockets given back\n",
-		(unsigned long long)s->stats[LISM_S_REAPED_GONE]);
+		fprintf(f, "  backstop: OFF (unseen closes wait for the sweep); ");
+	if (lism_feature_enabled(&s->features[LISM_F_SWEEP]))
+		fprintf(f, "sweep: %llu entries of vanished sockets given back\n",
+			(unsigned long long)s->stats[LISM_S_REAPED_GONE]);
+	else
+		fprintf(f, "sweep: OFF\n");
 	{
 		char line[512];
 
 		lism_bpf_time_format(&s->bpf_time, line, sizeof(line));
 		fprintf(f, "  BPF time: %s\n", line);
+	}
+	{
+		char line[1024];
+		int off = 0;
+
+		for (int ft = 0; ft < LISM_F_MAX; ft++)
+			if (!lism_feature_enabled(&s->features[ft])) {
+				lism_feature_off_line(ft, &s->features[ft], line, sizeof(line));
+				fprintf(f, "  OFF: %s\n", line);
+				off++;
+			}
+		if (!off)
+			fprintf(f, "  features: all on (lism probe lists what each needs)\n");
 	}
 	if (s->events_followed) {
 		char types[128];
@@ -181,6 +198,7 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 		add_u64(reasons, lism_reason_name(r), s->reasons[r]);
 	json_object_object_add(o, "fallback_reasons", reasons);
 	json_object_object_add(o, "bpf_time", bpf_time_json(&s->bpf_time));
+	json_object_object_add(o, "features", lism_features_json(s->features));
 	return o;
 }
 

@@ -12,7 +12,7 @@
 #include "cursor.h"
 #include "stream.h"
 
-#define LISM_LAYOUT_VERSION 10
+#define LISM_LAYOUT_VERSION 11
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -53,7 +53,7 @@ struct lism_device {
 	__u32 dmb_size;    /* bytes one end may hold unread in the shortcut */
 	__u32 flags;       /* LISM_DEV_F_* */
 	__u32 churn_window_ms; /* churn detection's window (churn.h) */
-	__u32 pad1;
+	__u32 socks_id;    /* id of this instance's "socks" map: tells its sockets from a nested instance's */
 	__u64 loaded_ns;   /* CLOCK_REALTIME of the load, ns */
 	char cgroup[256];  /* cgroup2 directory the programs are attached to (for views) */
 };

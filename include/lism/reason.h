@@ -36,7 +36,9 @@
 	X(16, SYNC_STUCK, "sync-stuck",                                                           \
 	  "less than half of the sender's last GiB went through the shortcut (its reader kept "   \
 	  "TCP bytes unread, e.g. on the writer's CPU after a DMB overflow): plain TCP is faster " \
-	  "than TCP through the data path")
+	  "than TCP through the data path")                                                       \
+	X(17, NESTED, "nested-instance",                                                          \
+	  "another lism instance, attached to a cgroup nearer the socket, handles it")
 
 enum lism_reason {
 #define LISM_REASON_ENUM(code, sym, name, text) LISM_R_##sym = code,

@@ -150,7 +150,8 @@ void env_up(struct env *e, const char *load_args)
 	cr_assert_lt(snprintf(args, sizeof(args), "load --cgroup %s %s", e->cgroup,
 			      load_args ? load_args : ""),
 		     (int)sizeof(args));
-	cr_assert_eq(lism(e, args), 0, "lism %s failed", args);
+	cr_assert_eq(lism_out(e, args, e->load_out, sizeof(e->load_out)), 0, "lism %s failed: %s", args,
+		     e->load_out);
 	e->loaded = 1;
 	if (host_netns_fd < 0)
 		host_netns_fd = open("/proc/self/ns/net", O_RDONLY);
@@ -188,6 +189,30 @@ static void cgroup_join(const char *dir)
 void env_enter(struct env *e)
 {
 	cgroup_join(e->cgroup);
+	e->entered = 1;
+}
+
+void env_plain(struct env *e)
+{
+	if (!other_lism_covers(e->cghome)) {
+		cgroup_join(e->cghome);
+		e->entered = 1;
+		return;
+	}
+	/* a node-wide lism (make run) covers the cgroup the test came from */
+	if (!e->plain_loaded) {
+		cr_assert_lt(snprintf(e->plain_cgroup, sizeof(e->plain_cgroup), "%.4000s-plain", e->cgroup),
+			     (int)sizeof(e->plain_cgroup));
+		cr_assert_lt(snprintf(e->plain_pin, sizeof(e->plain_pin), "%.4000s-plain", e->pin),
+			     (int)sizeof(e->plain_pin));
+		cr_assert(mkdir(e->plain_cgroup, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", e->plain_cgroup,
+			  strerror(errno));
+		cr_assert_eq(sh("%s load --cgroup %s --pin-path %s >/dev/null && %s set active off --pin-path %s "
+				">/dev/null", lism_bin(), e->plain_cgroup, e->plain_pin, lism_bin(), e->plain_pin),
+			     0, "loading the switched-off instance of %s", e->plain_cgroup);
+		e->plain_loaded = 1;
+	}
+	cgroup_join(e->plain_cgroup);
 	e->entered = 1;
 }
 
@@ -386,6 +411,13 @@ void env_down(struct env *e)
 		lism(e, "unload --timeout 2 --force");
 	lism_pins_remove(e->pin, 1);
 	rmdir(e->cgroup);
+	if (e->plain_loaded) {
+		kill_stragglers(e->plain_cgroup);
+		sh("%s unload --timeout 2 --force --pin-path %s >/dev/null 2>&1", lism_bin(), e->plain_pin);
+		lism_pins_remove(e->plain_pin, 1);
+		rmdir(e->plain_cgroup);
+		e->plain_loaded = 0;
+	}
 	if (e->memcg[0]) {
 		/* v1 removes a memory cgroup without tasks even while sockets still hold charges */
 		for (int i = 0; i < 100 && rmdir(e->memcg) && errno == EBUSY; i++)
@@ -393,6 +425,31 @@ void env_down(struct env *e)
 		e->memcg[0] = e->memcg_home[0] = '\0';
 	}
 	e->name[0] = '\0';
+}
+
+int other_lism_covers(const char *cgroup)
+{
+	__u32 ids[64], cnt = 64;
+	int fd = open(cgroup, O_RDONLY | O_DIRECTORY), n = 0;
+	LIBBPF_OPTS(bpf_prog_query_opts, q, .query_flags = BPF_F_QUERY_EFFECTIVE, .prog_ids = ids);
+
+	cr_assert_geq(fd, 0, "opening %s: %s", cgroup, strerror(errno));
+	q.prog_cnt = cnt;
+	cr_assert_eq(bpf_prog_query_opts(fd, BPF_CGROUP_SOCK_OPS, &q), 0, "querying %s: %s", cgroup,
+		     strerror(errno));
+	close(fd);
+	for (__u32 i = 0; i < q.prog_cnt; i++) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int pfd = bpf_prog_get_fd_by_id(ids[i]);
+
+		if (pfd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(pfd, &info, &len) && !strcmp(info.name, "lism_sockops"))
+			n++;
+		close(pfd);
+	}
+	return n;
 }
 
 void snap(const struct env *e, struct lism_snapshot *s)

@@ -30,6 +30,10 @@ struct env {
 	int loaded;
 	char memcg[PATH_MAX]; /* a cgroup v1 memory cgroup of the test (memcg_up), or "" */
 	char memcg_home[PATH_MAX]; /* the memory cgroup this process came from (memcg_enter), or "" */
+	char load_out[8192];       /* what `lism load` printed (stdout and stderr) */
+	char plain_cgroup[PATH_MAX]; /* env_plain's, under a node-wide lism */
+	char plain_pin[PATH_MAX];
+	int plain_loaded;
 };
 
 /* Skips (not root) or fails (not root under CI=true). */
@@ -49,6 +53,13 @@ void env_up(struct env *e, const char *load_args);
 /* Move this process into / out of the test cgroup (sockets made inside are under lism). */
 void env_enter(struct env *e);
 void env_leave(struct env *e);
+/*
+ * Move this process where no lism handles its sockets (env_leave goes
+ * back): the cgroup it came from, or, where a node-wide lism covers that
+ * (make run), a cgroup of the test's own with a switched-off instance
+ * (the instance nearest a socket owns it: docs/architecture.md).
+ */
+void env_plain(struct env *e);
 /* Unload, remove cgroup, pins and namespaces.  Safe after a partial env_up. */
 void env_down(struct env *e);
 
@@ -75,6 +86,14 @@ int sh_out(const char *cmd, char *out, size_t len);
 int lism(const struct env *e, const char *args);
 /* Same, capturing stdout into @out. */
 int lism_out(const struct env *e, const char *args, char *out, size_t len);
+
+/*
+ * lism instances (their handshake programs) that sockets made in @cgroup
+ * go through, this test's included if @cgroup is under it.  One outside
+ * the test's own is a node-wide lism (make run): the test's "outside lism"
+ * ends are under it.
+ */
+int other_lism_covers(const char *cgroup);
 
 void snap(const struct env *e, struct lism_snapshot *s);
 /* A top-level counter of `lism stats -j` (fails the test if it is missing). */

@@ -79,8 +79,9 @@ Test(fallback, client_without_lism_never_pairs)
 	env_up(&e, NULL);
 	env_enter(&e);
 	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1); /* server under lism */
-	env_leave(&e);
+	env_plain(&e);
 	c = tcp_connect(AF_INET, "127.0.0.1", port, 1); /* client is not */
+	env_leave(&e);
 	s = tcp_accept(l, 1, 5000);
 	snap(&e, &st);
 	cr_assert_eq(st.stats[LISM_S_PROPOSALS_RECV], 0);

@@ -91,7 +91,9 @@ static void both_ways_as(void (*scenario)(int c, int s, struct obs *o), int nonb
 	require_root();
 	env_up(&e, NULL);
 
-	tcp_pair(AF_INET, "127.0.0.1", nonblock, &c, &s); /* outside the cgroup: plain TCP */
+	env_plain(&e);
+	tcp_pair(AF_INET, "127.0.0.1", nonblock, &c, &s); /* where no lism is: plain TCP */
+	env_leave(&e);
 	snap(&e, &st);
 	cr_assert_eq(st.stats[LISM_S_PROPOSALS_SENT], 0, "the plain pair is not under lism");
 	scenario(c, s, &plain);

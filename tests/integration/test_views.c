@@ -176,6 +176,72 @@ Test(views, conns_pairs_tokens_and_moves_cursors)
 	close(s);
 }
 
+/*
+ * Every connection end once, in every network namespace, with a process
+ * holding it: a socket two processes hold is one row; a fallback socket
+ * (no DMB) has its own cookie too.
+ */
+Test(views, conns_lists_every_end_once_with_a_process_in_every_namespace)
+{
+	struct json_object *arr, *r;
+	int a_c, a_s, b_c, b_s, f_c, f_s, l, port = 0, ports[6], holder[2];
+	__u64 cookies[6];
+	pid_t kid;
+
+	require_root();
+	env_up(&e, NULL);
+	env_enter(&e);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &a_c, &a_s);
+	netns_switch(env_netns(&e, "b"));
+	tcp_pair(AF_INET, "127.0.0.1", 1, &b_c, &b_s);
+	netns_switch(NULL);
+	env_plain(&e);
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1); /* no lism there: the client falls back */
+	env_enter(&e);
+	f_c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	f_s = tcp_accept(l, 1, 5000);
+	env_leave(&e);
+	/* a second process holds a_c too */
+	cr_assert_eq(pipe(holder), 0);
+	kid = fork();
+	cr_assert_geq(kid, 0);
+	if (!kid) {
+		char x;
+
+		close(holder[1]);
+		_exit(read(holder[0], &x, 1) < 0);
+	}
+	close(holder[0]);
+	child = kid;
+	ports[0] = local_port(a_c);
+	ports[1] = local_port(a_s);
+	ports[2] = local_port(b_c);
+	ports[3] = local_port(b_s);
+	ports[4] = local_port(f_c);
+	arr = lism_json("conns -j");
+	cr_assert_eq(json_object_array_length(arr), 5, "%s", json_object_to_json_string(arr));
+	for (int i = 0; i < 5; i++) {
+		r = row_by_port(arr, ports[i]);
+		cookies[i] = jnum(r, "cookie");
+		cr_assert_neq(cookies[i], 0, "port %d has no cookie", ports[i]);
+		for (int k = 0; k < i; k++)
+			cr_assert_neq(cookies[i], cookies[k]);
+		if (i == 0)
+			cr_assert(jnum(r, "pid") == (__u64)getpid() || jnum(r, "pid") == (__u64)kid);
+		else
+			cr_assert_eq(jnum(r, "pid"), (__u64)getpid(), "port %d", ports[i]);
+		cr_assert_str_eq(jstr(r, "mode"), i < 4 ? "shortcut" : "tcp", "port %d", ports[i]);
+	}
+	cr_assert_str_eq(jstr(row_by_port(arr, ports[4]), "reason"), "peer-no-lism");
+	json_object_put(arr);
+	close(holder[1]);
+	waitpid(kid, NULL, 0);
+	child = -1;
+	for (int fd = 0, fds[] = { a_c, a_s, b_c, b_s, f_c, f_s, l }; fd < 7; fd++)
+		close(fds[fd]);
+	cr_assert_eq(wait_drained(&e, 3000), 0);
+}
+
 Test(views, conns_shows_the_fallback_reason)
 {
 	struct json_object *arr, *r;

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only */
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * The sweep: gives back DMB entries whose socket is gone although nothing
  * saw it close.  The state callbacks and the tcp_destroy_sock backstop
@@ -16,27 +16,19 @@
  * is never reaped.  The release is the usual compare-and-swap on the token,
  * so a close or a backstop racing the sweep, or a slot reused meanwhile,
  * leaves exactly one winner.
+ *
+ * An optional feature in its own object: the handshake only starts the
+ * timer again (sweep_kick in lism.bpf.h), and only lism_sweep_start here
+ * sets it up, so a kernel that refuses this object runs lism without it.
  */
-#ifndef LISM_SWEEP_BPF_H
-#define LISM_SWEEP_BPF_H
-
 #include "dmb.bpf.h"
 
 #define CLOCK_MONOTONIC 1
 #define EBUSY 16
 
-struct lism_sweep {
-	struct bpf_timer timer;
-	__u32 armed;     /* 1 while the timer runs; the next connect() that takes an entry (or load --upgrade) arms it */
-	__u32 next_slot; /* where the next tick goes on */
-};
+char LICENSE[] SEC("license") = "GPL";
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lism_sweep);
-} sweep SEC(".maps");
+const volatile bool lism_test_reject = false; /* LISM_TEST_REJECT_POINT */
 
 struct sweep_walk {
 	__u32 slot;
@@ -121,26 +113,35 @@ static int sweep_tick(void *map, __u32 *key, struct lism_sweep *sw)
 }
 
 /*
- * An active end took an entry (or load --upgrade restarts the sweep): make
- * sure the sweep runs (one lookup when it does).  1 if it runs.
+ * Sets the sweep's timer up and starts it, run by the loader through
+ * BPF_PROG_RUN at load and at load --upgrade (which cancels the old
+ * program's timer: entries already in use must not wait for the next
+ * connect() to be swept again).  An empty table stops it at the first
+ * tick, as usual.  A tc program, never attached: unlike a syscall program
+ * it is not sleepable, so the callback's maps (a queue among them) load on
+ * every kernel lism supports.  Returns 1 when the sweep runs.
  */
-static __always_inline int sweep_arm(void)
+SEC("tc")
+int lism_sweep_start(struct __sk_buff *skb)
 {
+	struct lism_sweep *sw;
 	__u32 zero = 0;
-	struct lism_sweep *sw = bpf_map_lookup_elem(&sweep, &zero);
 	long err;
 
+	(void)skb;
+	LISM_TEST_REJECT_POINT(lism_test_reject);
+	sw = bpf_map_lookup_elem(&sweep, &zero);
 	if (!sw)
 		return 0;
+	err = bpf_timer_init(&sw->timer, &sweep, CLOCK_MONOTONIC); /* -EBUSY after the first time */
+	if ((err && err != -EBUSY) || bpf_timer_set_callback(&sw->timer, sweep_tick))
+		return 0;
+	sw->ready = 1;
 	if (sw->armed || __sync_val_compare_and_swap(&sw->armed, 0, 1) != 0)
 		return 1;
-	err = bpf_timer_init(&sw->timer, &sweep, CLOCK_MONOTONIC); /* -EBUSY after the first time */
-	if ((err && err != -EBUSY) || bpf_timer_set_callback(&sw->timer, sweep_tick) ||
-	    bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0)) {
+	if (bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0)) {
 		__sync_lock_test_and_set(&sw->armed, 0); /* the next socket tries again */
 		return 0;
 	}
 	return 1;
 }
-
-#endif

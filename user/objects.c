@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "feature.h"
+#include "log.h"
+#include "objects.h"
+#include "pins.h"
+#include "backstop.skel.h"
+#include "sweep.skel.h"
+#include "views.skel.h"
+
+static const void *views_elf(size_t *size)
+{
+	return lism_views_bpf__elf_bytes(size);
+}
+
+static const void *backstop_elf(size_t *size)
+{
+	return lism_backstop_bpf__elf_bytes(size);
+}
+
+static const void *sweep_elf(size_t *size)
+{
+	return lism_sweep_bpf__elf_bytes(size);
+}
+
+const struct lism_object lism_objects[] = {
+	{ "core", lism_core_elf, 1 },
+	{ "views", views_elf, 0 },
+	{ "backstop", backstop_elf, 0 },
+	{ "sweep", sweep_elf, 0 },
+	{ "fastpath", lism_fastpath_elf, 1 },
+};
+const size_t lism_n_objects = sizeof(lism_objects) / sizeof(lism_objects[0]);
+
+const struct lism_object *lism_object_find(const char *name)
+{
+	for (size_t i = 0; i < lism_n_objects; i++)
+		if (!strcmp(lism_objects[i].name, name))
+			return &lism_objects[i];
+	return NULL;
+}
+
+int lism_feature_of_program(const char *prog)
+{
+	size_t n = strlen(prog);
+
+	for (int f = 0; f < LISM_F_MAX; f++)
+		for (const char *p = lism_feature_info(f)->programs; *p;) {
+			size_t len = strcspn(p, ", ");
+
+			if (len == n && !strncmp(p, prog, n))
+				return f;
+			p += len;
+			p += strspn(p, ", ");
+		}
+	return -1;
+}
+
+struct bpf_object *lism_object_open(const struct lism_object *o)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = o->name);
+	size_t size = 0;
+	const void *elf = o->elf(&size);
+	struct bpf_object *obj;
+
+	lism_log_quiet(1); /* libbpf notes libxdp's .xdp_run_config section it skips; a failure is returned */
+	obj = bpf_object__open_mem(elf, size, &opts);
+	lism_log_quiet(0);
+	return obj;
+}
+
+int lism_object_reuse_pins(struct bpf_object *obj, const char *pin_path)
+{
+	struct bpf_map *map;
+	int fd, err;
+
+	bpf_object__for_each_map(map, obj) {
+		if (bpf_map__is_internal(map))
+			continue;
+		fd = lism_pin_open(pin_path, bpf_map__name(map));
+		if (fd < 0)
+			return fd;
+		err = bpf_map__reuse_fd(map, fd);
+		close(fd); /* reuse_fd keeps its own */
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int lism_object_set_rodata(struct bpf_object *obj, const char *var, const void *val, size_t size)
+{
+	const struct btf *btf = bpf_object__btf(obj);
+	struct bpf_map *map, *rodata = NULL;
+	const struct btf_var_secinfo *vs;
+	const struct btf_type *sec;
+	size_t data_size;
+	const char *data;
+	char *copy;
+	int id, err;
+
+	bpf_object__for_each_map(map, obj)
+		if (bpf_map__is_internal(map) && strstr(bpf_map__name(map), ".rodata"))
+			rodata = map;
+	id = btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -ENOENT;
+	if (!rodata || id < 0)
+		return -ENOENT;
+	data = bpf_map__initial_value(rodata, &data_size);
+	if (!data)
+		return -ENOENT;
+	sec = btf__type_by_id(btf, id);
+	vs = btf_var_secinfos(sec);
+	for (int i = 0; i < btf_vlen(sec); i++, vs++) {
+		const struct btf_type *v = btf__type_by_id(btf, vs->type);
+
+		if (strcmp(btf__name_by_offset(btf, v->name_off), var))
+			continue;
+		if (vs->size != size || vs->offset + size > data_size)
+			return -EINVAL;
+		copy = malloc(data_size);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, data, data_size);
+		memcpy(copy + vs->offset, val, size);
+		err = bpf_map__set_initial_value(rodata, copy, data_size);
+		free(copy);
+		return err;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * lism's BPF objects as built into this binary: the core (handshake and
+ * data path, one object) and one object per optional feature, so a kernel
+ * that refuses one loads the others.  Here: their bytes, and the generic
+ * steps every optional object takes -- open, point its maps at the core's
+ * pins, set its read-only flags.
+ */
+#ifndef LISM_OBJECTS_H
+#define LISM_OBJECTS_H
+
+#include <stddef.h>
+
+#include "lism/feature.h"
+
+struct bpf_object;
+
+struct lism_object {
+	const char *name;                 /* "core", "views", ... */
+	const void *(*elf)(size_t *size); /* the skeleton's ELF bytes */
+	int own_maps;                     /* it creates its maps (the others reuse the core's pins) */
+};
+extern const struct lism_object lism_objects[];
+extern const size_t lism_n_objects;
+
+/* The ELF bytes of the core and the fast path (their skeletons live in loader.c, fastpath.c). */
+const void *lism_core_elf(size_t *size);
+const void *lism_fastpath_elf(size_t *size);
+
+/* The object called @name, or NULL. */
+const struct lism_object *lism_object_find(const char *name);
+
+/* The feature that program @prog belongs to (feature.h's table), or -1. */
+int lism_feature_of_program(const char *prog);
+
+/* bpf_object__open_mem() of @o; NULL and errno on failure. */
+struct bpf_object *lism_object_open(const struct lism_object *o);
+
+/* Before load: every map of @obj becomes the instance's pinned map of the same name. */
+int lism_object_reuse_pins(struct bpf_object *obj, const char *pin_path);
+
+/* Before load: the read-only global @var of @obj (a const volatile) gets @size bytes of @val. */
+int lism_object_set_rodata(struct bpf_object *obj, const char *var, const void *val, size_t size);
+
+#endif

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "feature.h"
+#include "load_log.h"
+#include "objects.h"
+#include "optional.h"
+#include "pins.h"
+#include "probe.h"
+
+int lism_prog_run_once(int prog_fd, __u32 *retval)
+{
+	char frame[14] = { 0 }; /* BPF_PROG_RUN of a tc program wants an Ethernet header; unread */
+	LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = frame, .data_size_in = sizeof(frame));
+	int err = bpf_prog_test_run_opts(prog_fd, &run);
+
+	*retval = run.retval;
+	return err ? -errno : 0;
+}
+
+/* Pin @fd (a program or link) as @name, over an older pin of that name. */
+static int pin_over(int fd, const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	int err = lism_pin_join(path, sizeof(path), dir, name);
+
+	if (err)
+		return err;
+	if (unlink(path) && errno != ENOENT)
+		return -errno;
+	return bpf_obj_pin(fd, path) ? -errno : 0;
+}
+
+static void unpin(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	if (!lism_pin_join(path, sizeof(path), dir, name))
+		unlink(path);
+}
+
+static int map_id(const char *pin_path, const char *name, __u32 *id)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+	int fd = lism_pin_open(pin_path, name), err = 0;
+
+	if (fd < 0)
+		return fd;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		err = -errno;
+	close(fd);
+	*id = info.id;
+	return err;
+}
+
+/* lism conns: the iterator finds each socket's state by the socks map's id. */
+static int views_prepare(struct bpf_object *obj, const char *pin_path)
+{
+	__u32 id;
+	int err = map_id(pin_path, "socks", &id);
+
+	return err ? err : lism_object_set_rodata(obj, "lism_socks_map_id", &id, sizeof(id));
+}
+
+static int views_start(struct bpf_program *prog, const char *pin_path, int upgrade, char *why, size_t len)
+{
+	(void)upgrade;
+	(void)why;
+	(void)len;
+	return pin_over(bpf_program__fd(prog), pin_path, LISM_PIN_PROG_ITER);
+}
+
+static void views_remove(const char *pin_path)
+{
+	unpin(pin_path, LISM_PIN_PROG_ITER);
+}
+
+/*
+ * The backstop: a tracing link cannot switch programs, so the new one is
+ * attached beside the old, then the old one goes with its pin.
+ */
+static int backstop_start(struct bpf_program *prog, const char *pin_path, int upgrade, char *why, size_t len)
+{
+	struct bpf_link *link = bpf_program__attach_trace(prog);
+	int err;
+
+	(void)upgrade;
+	if (!link) {
+		err = -errno;
+		snprintf(why, len, "attaching lism_destroy to tcp_destroy_sock failed: %s (the kernel needs "
+			 "BPF trampolines)", strerror(-err));
+		return err;
+	}
+	err = pin_over(bpf_link__fd(link), pin_path, LISM_PIN_LINK_DESTROY);
+	if (!err)
+		err = pin_over(bpf_program__fd(prog), pin_path, LISM_PIN_PROG_DESTROY);
+	if (err)
+		snprintf(why, len, "pinning the backstop failed: %s", strerror(-err));
+	bpf_link__destroy(link); /* the pin keeps it attached */
+	return err;
+}
+
+static void backstop_remove(const char *pin_path)
+{
+	unpin(pin_path, LISM_PIN_LINK_DESTROY); /* its last reference: detached */
+	unpin(pin_path, LISM_PIN_PROG_DESTROY);
+}
+
+/* Cancel the sweep's timer: a map update frees the timer of the value it replaces. */
+static int sweep_cancel(const char *pin_path)
+{
+	int fd = lism_pin_open(pin_path, "sweep"), err = 0;
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info), zero = 0;
+	void *blank;
+
+	if (fd < 0)
+		return fd;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		err = -errno;
+	blank = err ? NULL : calloc(1, info.value_size);
+	if (!err && !blank)
+		err = -ENOMEM;
+	if (!err && bpf_map_update_elem(fd, &zero, blank, BPF_ANY))
+		err = -errno;
+	free(blank);
+	close(fd);
+	return err;
+}
+
+/*
+ * The sweep's timer runs the callback of the program that set it up: at an
+ * upgrade the old one is cancelled, then the new program sets it up and
+ * starts it at once, so entries in use are swept without waiting for a
+ * connect().  (An old handshake still finishing a connect() on another CPU
+ * may start it in between: it then has no callback and fails, and the next
+ * connect() starts it.)
+ */
+static int sweep_start(struct bpf_program *prog, const char *pin_path, int upgrade, char *why, size_t len)
+{
+	__u32 retval = 0;
+	int err = upgrade ? sweep_cancel(pin_path) : 0;
+
+	if (err) {
+		snprintf(why, len, "cancelling the old sweep failed: %s", strerror(-err));
+		return err;
+	}
+	err = lism_prog_run_once(bpf_program__fd(prog), &retval);
+	if (err || retval != 1) {
+		snprintf(why, len, "starting the sweep's timer failed: %s",
+			 err ? strerror(-err) : "the kernel refused the timer");
+		return err ? err : -EINVAL;
+	}
+	err = pin_over(bpf_program__fd(prog), pin_path, LISM_PIN_PROG_SWEEP);
+	if (err)
+		snprintf(why, len, "pinning the sweep failed: %s", strerror(-err));
+	return err;
+}
+
+static void sweep_remove(const char *pin_path)
+{
+	sweep_cancel(pin_path);
+	unpin(pin_path, LISM_PIN_PROG_SWEEP);
+}
+
+static const struct optional {
+	enum lism_feature feature;
+	const char *object;
+	const char *prog;
+	int (*prepare)(struct bpf_object *obj, const char *pin_path);
+	int (*start)(struct bpf_program *prog, const char *pin_path, int upgrade, char *why, size_t len);
+	void (*remove)(const char *pin_path);
+} optionals[] = {
+	{ LISM_F_CONNS, "views", "lism_iter_socks", views_prepare, views_start, views_remove },
+	{ LISM_F_BACKSTOP, "backstop", "lism_destroy", NULL, backstop_start, backstop_remove },
+	{ LISM_F_SWEEP, "sweep", "lism_sweep_start", NULL, sweep_start, sweep_remove },
+};
+
+/* One optional feature: 0 when it runs, else @st says why not. */
+static int load_one(const struct optional *op, const char *pin_path, int upgrade,
+		    struct lism_feature_state *st)
+{
+	struct lism_load_log log = { 0 };
+	struct bpf_object *obj = NULL;
+	struct bpf_program *prog;
+	char why[LISM_FEATURE_WHY_LEN] = "";
+	__u8 reject = (__u8)lism_test_reject(op->feature);
+	int err;
+
+	obj = lism_object_open(lism_object_find(op->object));
+	if (!obj) {
+		err = -errno;
+		lism_feature_off(st, LISM_FC_ATTACH, "opening its object failed: %s", strerror(-err));
+		return err;
+	}
+	err = lism_object_reuse_pins(obj, pin_path);
+	if (!err && op->prepare)
+		err = op->prepare(obj, pin_path);
+	if (!err)
+		err = lism_object_set_rodata(obj, "lism_test_reject", &reject, sizeof(reject));
+	if (err) {
+		lism_feature_off(st, LISM_FC_ATTACH, "preparing its object over the pins failed: %s",
+				 strerror(-err));
+		goto out;
+	}
+	err = lism_load_log_begin(&log);
+	if (!err) {
+		err = bpf_object__load(obj);
+		lism_load_log_end(&log);
+	}
+	if (err) {
+		struct lism_refusal r;
+
+		lism_load_log_refusal(&log, &r);
+		lism_refusal_summary(&r, why, sizeof(why));
+		lism_feature_off(st, r.verifier ? LISM_FC_VERIFIER : LISM_FC_ATTACH, "%s%s%s%s", why,
+				 r.path[0] ? " (log: " : "", r.path, r.path[0] ? ")" : "");
+		goto out;
+	}
+	prog = bpf_object__find_program_by_name(obj, op->prog);
+	err = prog ? op->start(prog, pin_path, upgrade, why, sizeof(why)) : -ENOENT;
+	if (err) {
+		lism_feature_off(st, LISM_FC_ATTACH, "%s", why[0] ? why : strerror(-err));
+		goto out;
+	}
+	lism_feature_on(st);
+out:
+	lism_load_log_free(&log);
+	bpf_object__close(obj);
+	return err;
+}
+
+void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
+			struct lism_feature_state st[LISM_F_MAX], int upgrade)
+{
+	for (size_t i = 0; i < sizeof(optionals) / sizeof(optionals[0]); i++) {
+		const struct optional *op = &optionals[i];
+		char missing[LISM_FEATURE_WHY_LEN];
+
+		if (lism_probe_missing(probe, op->feature, missing, sizeof(missing))) {
+			lism_feature_off(&st[op->feature], LISM_FC_KERNEL, "the kernel lacks %s", missing);
+			if (upgrade)
+				op->remove(pin_path);
+			continue;
+		}
+		if (load_one(op, pin_path, upgrade, &st[op->feature]) && upgrade)
+			op->remove(pin_path); /* the old build's program does not stay beside this build's */
+	}
+}
+
+void lism_probed_features(const struct lism_probe *probe, struct lism_feature_state st[LISM_F_MAX])
+{
+	static const enum lism_feature probed[] = { LISM_F_SEND_SIZES, LISM_F_BPF_STATS, LISM_F_FASTPATH };
+	char missing[LISM_FEATURE_WHY_LEN];
+
+	for (size_t i = 0; i < sizeof(probed) / sizeof(probed[0]); i++) {
+		enum lism_feature f = probed[i];
+
+		if (lism_probe_missing(probe, f, missing, sizeof(missing)))
+			lism_feature_off(&st[f], LISM_FC_KERNEL, "the kernel lacks %s", missing);
+		else
+			lism_feature_on(&st[f]);
+	}
+}

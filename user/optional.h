@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The optional features' programs (the conns iterator, the backstop, the
+ * sweep), each loaded from its own object over an instance's pinned maps
+ * once the core runs.  Rule: whatever happens here, the core keeps
+ * running; a feature the probe finds unsupported, or the verifier refuses,
+ * or that cannot attach, is recorded off with the reason (the refusal's
+ * whole log saved, its path in the reason) and lism goes on without it.
+ */
+#ifndef LISM_OPTIONAL_H
+#define LISM_OPTIONAL_H
+
+#include <linux/types.h>
+
+#include "lism/feature.h"
+
+struct lism_probe;
+
+/*
+ * Load, attach and pin every optional program at @pin_path and record the
+ * outcome in @st (the caller writes the features map).  @upgrade: replace
+ * the programs of the instance already there; one that cannot be replaced
+ * is removed (an instance runs one build's programs or none).
+ */
+void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
+			struct lism_feature_state st[LISM_F_MAX], int upgrade);
+
+/* The features only the probe decides (send sizes, BPF stats, the fast path's availability). */
+void lism_probed_features(const struct lism_probe *probe, struct lism_feature_state st[LISM_F_MAX]);
+
+/* Run a never-attached tc program once (BPF_PROG_RUN): 0 and its return value, or -errno. */
+int lism_prog_run_once(int prog_fd, __u32 *retval);
+
+#endif
