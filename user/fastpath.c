@@ -58,23 +58,6 @@ const char *lism_xdp_stat_name(int stat)
 	return stat_names[stat];
 }
 
-/* The id of the pinned ports map: it tells our programs from another instance's. */
-static int ports_map_id(const char *pin_path, __u32 *id)
-{
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
-	int fd = lism_pin_open(pin_path, LISM_PIN_XDP_PORTS), err = 0;
-
-	*id = 0;
-	if (fd < 0)
-		return fd;
-	if (bpf_obj_get_info_by_fd(fd, &info, &len))
-		err = -errno;
-	close(fd);
-	*id = info.id;
-	return err;
-}
-
 /* Whether the program @prog_fd uses the map with id @ports_id (ours, not another instance's). */
 static int prog_uses_map(int prog_fd, __u32 ports_id)
 {
@@ -147,7 +130,7 @@ static int for_each_attached(const char *pin_path, attached_fn fn, void *ctx)
 	int n = 0, first_err = 0, err;
 	__u32 ports_id;
 
-	err = ports_map_id(pin_path, &ports_id);
+	err = lism_pin_map_id(pin_path, LISM_PIN_XDP_PORTS, &ports_id);
 	if (err)
 		return err;
 	ifs = if_nameindex();
@@ -355,7 +338,7 @@ int lism_fastpath_sync(const char *pin_path, const char *ifaces, int log)
 
 	if (!ifs)
 		return -errno;
-	ports_map_id(pin_path, &ports_id); /* 0 before the first attach: matches nothing */
+	lism_pin_map_id(pin_path, LISM_PIN_XDP_PORTS, &ports_id); /* 0 before the first attach: matches nothing */
 	for (i = ifs; i->if_index; i++) {
 		struct xdp_multiprog *mp = NULL;
 		struct xdp_program *p;

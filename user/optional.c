@@ -44,26 +44,11 @@ static void unpin(const char *dir, const char *name)
 		unlink(path);
 }
 
-static int map_id(const char *pin_path, const char *name, __u32 *id)
-{
-	struct bpf_map_info info = { 0 };
-	__u32 len = sizeof(info);
-	int fd = lism_pin_open(pin_path, name), err = 0;
-
-	if (fd < 0)
-		return fd;
-	if (bpf_obj_get_info_by_fd(fd, &info, &len))
-		err = -errno;
-	close(fd);
-	*id = info.id;
-	return err;
-}
-
 /* lism conns: the iterator finds each socket's state by the socks map's id. */
 static int views_prepare(struct bpf_object *obj, const char *pin_path)
 {
 	__u32 id;
-	int err = map_id(pin_path, "socks", &id);
+	int err = lism_pin_map_id(pin_path, "socks", &id);
 
 	return err ? err : lism_object_set_rodata(obj, "lism_socks_map_id", &id, sizeof(id));
 }

@@ -64,6 +64,22 @@ int lism_pin_open(const char *dir, const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
+int lism_pin_map_id(const char *dir, const char *name, __u32 *id)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+	int fd = lism_pin_open(dir, name), err = 0;
+
+	*id = 0;
+	if (fd < 0)
+		return fd;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		err = -errno;
+	close(fd);
+	*id = info.id;
+	return err;
+}
+
 /* Every name lism pins: the core object's maps, the programs and the links of every object. */
 static const char *const pin_names[] = {
 	"device", "usage", "dmbs", "dmb_owner", "dmb_free", "shortcut", "socks", "stats",

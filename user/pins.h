@@ -16,6 +16,7 @@
 #ifndef LISM_PINS_H
 #define LISM_PINS_H
 
+#include <linux/types.h>
 #include <stddef.h>
 
 #define LISM_PIN_PROG_SOCKOPS "prog_sockops"
@@ -32,6 +33,9 @@ int lism_pin_join(char *out, size_t outlen, const char *dir, const char *name);
 
 /* bpf_obj_get() of "@dir/@name": an fd, or -errno (-ENOENT: not pinned). */
 int lism_pin_open(const char *dir, const char *name);
+
+/* The id of the map pinned as "@dir/@name" (0 and -errno if it cannot be read). */
+int lism_pin_map_id(const char *dir, const char *name, __u32 *id);
 
 /* Whether @path is on a BPF filesystem (1), not (0), or -errno. */
 int lism_is_bpffs(const char *path);

@@ -232,7 +232,7 @@ enum lism_event_type {
 #define LISM_EVENTS_LEASE_NS (2000ull * 1000 * 1000)
 
 /*
- * The sweep (bpf/sweep.bpf.h): a BPF timer visits LISM_SWEEP_SLOTS_PER_TICK
+ * The sweep (bpf/sweep.bpf.c): a BPF timer visits LISM_SWEEP_SLOTS_PER_TICK
  * slots of the DMB table every LISM_SWEEP_TICK_MS while any DMB is in use,
  * and gives back the entries whose socket no longer exists.
  */
