@@ -111,11 +111,11 @@ static const char *note_of(const char *name)
 /* Add @r's features to the same requirement, or append it. */
 static int add(struct lism_probe *p, const struct lism_kreq *r)
 {
+	/* one row per requirement; a field one object checks first and another reads outright is two */
 	for (size_t i = 0; i < p->n; i++)
 		if (p->req[i].kind == r->kind && p->req[i].type == r->type && p->req[i].id == r->id &&
-		    !strcmp(p->req[i].name, r->name)) {
+		    p->req[i].checked == r->checked && !strcmp(p->req[i].name, r->name)) {
 			p->req[i].features |= r->features;
-			p->req[i].checked &= r->checked;
 			return 0;
 		}
 	if (p->n == p->cap) {
@@ -349,6 +349,32 @@ static int check(struct lism_probe *p, struct lism_kreq *r, struct btf *const *b
 	return -1;
 }
 
+/* Whether field reference @a's path starts with @b's (the same type, @b's members first). */
+static int path_under(const struct lism_core_ref *a, const struct lism_core_ref *b)
+{
+	if (a->kind != LISM_CORE_FIELD || b->kind != LISM_CORE_FIELD || strcmp(a->type, b->type) || b->n > a->n)
+		return 0;
+	for (int i = 0; i < b->n; i++)
+		if (strcmp(a->member[i], b->member[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * A field read only where the code found its parent first (sk_memcg's
+ * tcpmem, then tcpmem.usage) is optional like the parent: the read is dead
+ * code on a kernel without it.
+ */
+static void inherit_checks(struct lism_probe *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		for (size_t k = 0; k < p->n && !p->req[i].checked; k++)
+			if (p->req[i].kind == LISM_KR_CORE && p->req[k].kind == LISM_KR_CORE && p->req[k].checked &&
+			    (p->req[i].features & p->req[k].features) == p->req[i].features &&
+			    path_under(&p->req[i].core, &p->req[k].core))
+				p->req[i].checked = 1;
+}
+
 int lism_probe_run(struct lism_probe *p)
 {
 	struct btf **btfs = NULL, **mods = NULL, *vmlinux;
@@ -381,6 +407,7 @@ int lism_probe_run(struct lism_probe *p)
 		err = add_simple(p, LISM_KR_SYSCTL, 0, 0, 1u << LISM_F_BPF_STATS, "%s", "kernel.bpf_stats_enabled");
 	if (err)
 		return err;
+	inherit_checks(p);
 
 	/* the checks: libbpf's probes for what loads, the kernel's BTF for the rest */
 	vmlinux = btf__load_vmlinux_btf();
