@@ -231,3 +231,36 @@ Test(load_log, the_whole_log_is_saved_under_tmpdir)
 	cr_assert_str_empty(path);
 	unsetenv("TMPDIR");
 }
+
+static const struct lism_kreq *find_req(const struct lism_probe *p, const char *name, int checked)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (!strcmp(p->req[i].name, name) && p->req[i].checked == checked)
+			return &p->req[i];
+	return NULL;
+}
+
+/* What the probe asks for, without loading anything (it reads the kernel's BTF, world-readable). */
+Test(probe, requirements_say_who_needs_them_and_what_is_optional)
+{
+	struct lism_probe p;
+	const struct lism_kreq *r;
+
+	cr_assert_eq(lism_probe_run(&p), 0);
+	for (size_t i = 0; i < p.n; i++)
+		cr_assert_neq(p.req[i].features, 0, "%s is needed by no feature", p.req[i].name);
+	/* the data path reads the FIONREAD fix's field outright; the iterator only where it exists */
+	r = find_req(&p, "sk_psock.msg_tot_len", 0);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->features, (1u << LISM_F_HANDSHAKE) | (1u << LISM_F_DATA_PATH));
+	r = find_req(&p, "sk_psock.msg_tot_len", 1);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->features, 1u << LISM_F_CONNS);
+	/* read only under a parent the code checks first: optional like the parent */
+	cr_assert_not_null(find_req(&p, "mem_cgroup.tcpmem.usage.counter", 1));
+	cr_assert_null(find_req(&p, "mem_cgroup.tcpmem.usage.counter", 0));
+	cr_assert_not_null(find_req(&p, "attach type cgroup_sock_ops", 0));
+	cr_assert_not_null(find_req(&p, "kfunc bpf_rdonly_cast", 0));
+	cr_assert_not_null(find_req(&p, "tracepoint tcp_destroy_sock (BTF-typed)", 0));
+	lism_probe_free(&p);
+}
