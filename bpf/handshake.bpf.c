@@ -290,6 +290,9 @@ static __always_inline void set_owner(struct bpf_sock_ops *s, struct lism_dmb *e
  */
 static __noinline int nested_owner(__u64 sk, __u32 own_socks)
 {
+	/* a kernel that lays storage out otherwise loses only this check, not the handshake */
+	if (!STORAGE_READABLE())
+		return 0;
 	return storage_find((const struct sock *)sk, own_socks, STORAGE_OTHER_LISM) != 0;
 }
 

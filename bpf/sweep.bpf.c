@@ -136,12 +136,11 @@ int lism_sweep_start(struct __sk_buff *skb)
 	err = bpf_timer_init(&sw->timer, &sweep, CLOCK_MONOTONIC); /* -EBUSY after the first time */
 	if ((err && err != -EBUSY) || bpf_timer_set_callback(&sw->timer, sweep_tick))
 		return 0;
-	sw->ready = 1;
-	if (sw->armed || __sync_val_compare_and_swap(&sw->armed, 0, 1) != 0)
-		return 1;
-	if (bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0)) {
-		__sync_lock_test_and_set(&sw->armed, 0); /* the next socket tries again */
-		return 0;
+	if (!sw->armed && __sync_val_compare_and_swap(&sw->armed, 0, 1) == 0 &&
+	    bpf_timer_start(&sw->timer, LISM_SWEEP_TICK_MS * 1000000ull, 0)) {
+		__sync_lock_test_and_set(&sw->armed, 0);
+		return 0; /* not ready: the loader records the sweep off and cancels the timer */
 	}
+	sw->ready = 1; /* from now on the handshake starts it again when it stopped */
 	return 1;
 }

@@ -119,15 +119,29 @@ static int parse_access(const char *s, int *acc, int max)
 {
 	int n = 0;
 
+	if (!s)
+		return -1;
 	while (*s && n < max) {
 		char *end;
+		long v = strtol(s, &end, 10);
 
-		acc[n++] = (int)strtol(s, &end, 10);
-		if (end == s)
+		if (end == s || v < 0 || v > 65535)
 			return -1;
+		acc[n++] = (int)v;
 		s = *end == ':' ? end + 1 : end;
 	}
 	return n;
+}
+
+/* The name of enumerator @i of enum (or enum64) @t. */
+static const char *enumerator(const struct btf *btf, const struct btf_type *t, int i)
+{
+	return btf__name_by_offset(btf, btf_is_enum64(t) ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
+}
+
+static int is_enum(const struct btf_type *t)
+{
+	return btf_is_enum(t) || btf_is_enum64(t);
 }
 
 /* One relocation as a reference; 0 if it names nothing in the kernel (a local type id). */
@@ -178,12 +192,11 @@ static int relo_ref(const struct btf *btf, const struct bpf_core_relo *rl, struc
 		return r->type[0] != '\0';
 	case BPF_CORE_ENUMVAL_EXISTS:
 	case BPF_CORE_ENUMVAL_VALUE:
-		if (!btf_is_enum(t) || acc[0] >= btf_vlen(t))
+		if (!is_enum(t) || acc[0] >= btf_vlen(t))
 			return 0;
 		r->kind = LISM_CORE_ENUMVAL;
 		r->checked = rl->kind == BPF_CORE_ENUMVAL_EXISTS;
-		snprintf(r->enumval, sizeof(r->enumval), "%s",
-			 btf__name_by_offset(btf, btf_enum(t)[acc[0]].name_off));
+		snprintf(r->enumval, sizeof(r->enumval), "%s", enumerator(btf, t, acc[0]));
 		return 1;
 	default: /* the type itself: TYPE_ID_TARGET, TYPE_EXISTS, TYPE_SIZE, TYPE_MATCHES */
 		r->kind = LISM_CORE_TYPE;
@@ -200,6 +213,35 @@ static int same_ref(const struct lism_core_ref *a, const struct lism_core_ref *b
 		if (strcmp(a->member[i], b->member[i]))
 			return 0;
 	return 1;
+}
+
+/* Whether field reference @a is @b itself or under it: the same type, @b's members first. */
+static int under(const struct lism_core_ref *a, const struct lism_core_ref *b)
+{
+	if (a->kind != LISM_CORE_FIELD || strcmp(a->type, b->type))
+		return 0;
+	if (b->kind == LISM_CORE_TYPE)
+		return 1;
+	if (b->kind != LISM_CORE_FIELD || b->n > a->n)
+		return 0;
+	for (int i = 0; i < b->n; i++)
+		if (strcmp(a->member[i], b->member[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * A field of a type, or under a field, that the object checks exists
+ * before it reads (memcg->tcpmem, then tcpmem.usage) is read only where
+ * that holds: dead code elsewhere, so optional like its guard.
+ * (An approximation: lism's code only reads such fields under the guard.)
+ */
+static void inherit_checks(struct lism_core_ref *refs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < n && !refs[i].checked; k++)
+			if (k != i && refs[k].checked && under(&refs[i], &refs[k]))
+				refs[i].checked = 1;
 }
 
 int lism_core_refs(const void *elf, size_t size, struct lism_core_ref **out, size_t *n)
@@ -229,14 +271,20 @@ int lism_core_refs(const void *elf, size_t size, struct lism_core_ref **out, siz
 		goto out;
 	}
 	h = ed->d_buf;
-	if (ed->d_size < sizeof(*h) || h->hdr_len < sizeof(*h) || !h->core_relo_len)
-		goto out;
-	p = (const char *)ed->d_buf + h->hdr_len + h->core_relo_off;
-	end = p + h->core_relo_len;
-	if (end > (const char *)ed->d_buf + ed->d_size || end - p < 4) {
+	if (ed->d_size < sizeof(*h) || h->magic != 0xeB9F || h->version != 1 || h->hdr_len < sizeof(*h)) {
 		err = -EINVAL;
 		goto out;
 	}
+	if (!h->core_relo_len)
+		goto out;
+	/* offsets checked as numbers before any pointer is made from them */
+	if ((size_t)h->hdr_len + h->core_relo_off > ed->d_size ||
+	    ed->d_size - ((size_t)h->hdr_len + h->core_relo_off) < h->core_relo_len || h->core_relo_len < 4) {
+		err = -EINVAL;
+		goto out;
+	}
+	p = (const char *)ed->d_buf + h->hdr_len + h->core_relo_off;
+	end = p + h->core_relo_len;
 	memcpy(&rec_size, p, 4);
 	p += 4;
 	if (rec_size < sizeof(struct bpf_core_relo)) {
@@ -286,6 +334,7 @@ out:
 		free(refs);
 		return err;
 	}
+	inherit_checks(refs, cnt);
 	*out = refs;
 	*n = cnt;
 	return 0;
@@ -362,31 +411,31 @@ static int field_in(const struct btf *btf, const struct lism_core_ref *r)
 	return 0;
 }
 
-static int enumval_in(const struct btf *btf, const struct lism_core_ref *r)
+static int enumval_in(const struct btf *btf, __u32 first, const struct lism_core_ref *r)
 {
 	__u32 cnt = btf__type_cnt(btf);
 
-	for (__u32 id = 1; id < cnt; id++) {
+	for (__u32 id = first; id < cnt; id++) {
 		const struct btf_type *t = btf__type_by_id(btf, id);
 		char name[64];
 
-		if (!btf_is_enum(t))
+		if (!is_enum(t))
 			continue;
 		base_name(btf__name_by_offset(btf, t->name_off), name, sizeof(name));
 		if (r->type[0] && strcmp(name, r->type))
 			continue;
 		for (int i = 0; i < btf_vlen(t); i++)
-			if (!strcmp(btf__name_by_offset(btf, btf_enum(t)[i].name_off), r->enumval))
+			if (!strcmp(enumerator(btf, t, i), r->enumval))
 				return 1;
 	}
 	return 0;
 }
 
-static int type_in(const struct btf *btf, const struct lism_core_ref *r)
+static int type_in(const struct btf *btf, __u32 first, const struct lism_core_ref *r)
 {
 	__u32 cnt = btf__type_cnt(btf);
 
-	for (__u32 id = 1; id < cnt; id++) {
+	for (__u32 id = first; id < cnt; id++) {
 		const struct btf_type *t = btf__type_by_id(btf, id);
 
 		if (t->name_off && !strcmp(btf__name_by_offset(btf, t->name_off), r->type))
@@ -398,8 +447,10 @@ static int type_in(const struct btf *btf, const struct lism_core_ref *r)
 int lism_core_ref_resolve(const struct lism_core_ref *r, struct btf *const *btfs, int nbtf)
 {
 	for (int i = 0; i < nbtf; i++) {
+		/* a module's BTF is split on vmlinux's: scan only its own types */
+		__u32 first = i ? btf__type_cnt(btfs[0]) : 1;
 		int found = r->kind == LISM_CORE_FIELD ? field_in(btfs[i], r) :
-			    r->kind == LISM_CORE_ENUMVAL ? enumval_in(btfs[i], r) : type_in(btfs[i], r);
+			    r->kind == LISM_CORE_ENUMVAL ? enumval_in(btfs[i], first, r) : type_in(btfs[i], first, r);
 
 		if (found)
 			return 1;

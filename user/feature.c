@@ -173,8 +173,9 @@ struct json_object *lism_features_json(const struct lism_feature_state st[LISM_F
 
 void lism_features_metrics(FILE *f, const struct lism_feature_state st[LISM_F_MAX])
 {
-	fprintf(f, "# HELP lism_feature_enabled 1 if this part of lism runs on this instance; 0 if it could "
-		   "not load here (lism status says why).\n# TYPE lism_feature_enabled gauge\n");
+	fprintf(f, "# HELP lism_feature_enabled 1 if this part of lism runs on this instance (fastpath: is "
+		   "available for lism xdp attach); 0 if it could not here (lism status says why).\n"
+		   "# TYPE lism_feature_enabled gauge\n");
 	for (int i = 0; i < LISM_F_MAX; i++)
 		fprintf(f, "lism_feature_enabled{feature=\"%s\",core=\"%d\"} %d\n", table[i].name, table[i].core,
 			lism_feature_enabled(&st[i]));

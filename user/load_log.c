@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -131,47 +132,56 @@ void lism_refusal_parse(const char *text, struct lism_refusal *r)
 	last_two(text, end, r);
 }
 
-int lism_load_log_save(const char *text, char *path, size_t len)
+int lism_load_log_save(const char *text, const char *prog, char *path, size_t len)
 {
 	const char *dir = getenv("TMPDIR");
-	int fd, n;
+	char tmp[PATH_MAX];
+	int fd, n, err = 0;
 	size_t left;
 
+	path[0] = '\0';
 	if (!dir || !*dir)
 		dir = "/tmp";
-	n = snprintf(path, len, "%s/lism-load-XXXXXX.log", dir);
-	if (n < 0 || (size_t)n >= len)
+	for (const char *c = prog; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
+			return -EINVAL; /* a program name, never a path */
+	n = snprintf(tmp, sizeof(tmp), "%s/lism-load-XXXXXX", dir);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = mkstemps(path, 4);
-	if (fd < 0) {
-		int err = -errno;
-
+	n = snprintf(path, len, "%s/lism-load-%s.log", dir, *prog ? prog : "object");
+	if (n < 0 || (size_t)n >= len) {
 		path[0] = '\0';
-		return err;
+		return -ENAMETOOLONG;
 	}
-	left = text ? strlen(text) : 0;
-	while (left) {
+	fd = mkstemp(tmp); /* then renamed over the last log of the same program: they do not pile up */
+	if (fd < 0)
+		err = -errno;
+	for (left = text ? strlen(text) : 0; !err && left;) {
 		ssize_t w = write(fd, text, left);
 
-		if (w < 0) {
-			int err = -errno;
-
-			close(fd);
-			unlink(path);
-			path[0] = '\0';
-			return err;
+		if (w < 0)
+			err = -errno;
+		else {
+			text += w;
+			left -= (size_t)w;
 		}
-		text += w;
-		left -= (size_t)w;
 	}
-	close(fd);
-	return 0;
+	if (fd >= 0 && close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err) {
+		if (fd >= 0)
+			unlink(tmp);
+		path[0] = '\0';
+	}
+	return err;
 }
 
 void lism_load_log_refusal(const struct lism_load_log *l, struct lism_refusal *r)
 {
 	lism_refusal_parse(l->text, r);
-	if (lism_load_log_save(l->text ? l->text : "", r->path, sizeof(r->path)))
+	if (lism_load_log_save(l->text ? l->text : "", r->prog, r->path, sizeof(r->path)))
 		r->path[0] = '\0';
 }
 

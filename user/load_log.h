@@ -43,8 +43,14 @@ struct lism_refusal {
  */
 void lism_refusal_parse(const char *text, struct lism_refusal *r);
 
-/* Save @text as ${TMPDIR:-/tmp}/lism-load-XXXXXX.log; 0 and the path, or -errno. */
-int lism_load_log_save(const char *text, char *path, size_t len);
+/*
+ * Save @text as ${TMPDIR:-/tmp}/lism-load-@prog.log ("object" when no
+ * program is named), over the last log of that program: written to a new
+ * file, then renamed, so a load that fails at every restart keeps one log
+ * per program and a planted symlink is replaced, never followed.
+ * 0 and the path, or -errno (and "").
+ */
+int lism_load_log_save(const char *text, const char *prog, char *path, size_t len);
 
 /* Parse and save @l into @r (path "" if it could not be saved). */
 void lism_load_log_refusal(const struct lism_load_log *l, struct lism_refusal *r);

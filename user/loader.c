@@ -286,8 +286,10 @@ static int load_core(struct lism_bpf *skel, const char *what)
 	struct lism_refusal r;
 	int err = lism_load_log_begin(&log), f;
 
-	if (err)
+	if (err) {
+		lism_err("%s: keeping libbpf's log failed: %s", what, strerror(-err));
 		return err;
+	}
 	err = lism_bpf__load(skel);
 	lism_load_log_end(&log);
 	if (err) {

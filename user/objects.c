@@ -105,9 +105,14 @@ int lism_object_set_rodata(struct bpf_object *obj, const char *var, const void *
 	char *copy;
 	int id, err;
 
-	bpf_object__for_each_map(map, obj)
-		if (bpf_map__is_internal(map) && strstr(bpf_map__name(map), ".rodata"))
+	bpf_object__for_each_map(map, obj) {
+		const char *name = bpf_map__name(map);
+		size_t n = strlen(name);
+
+		/* "<object>.rodata", not ".rodata.str1.1" and the like */
+		if (bpf_map__is_internal(map) && n >= 7 && !strcmp(name + n - 7, ".rodata"))
 			rodata = map;
+	}
 	id = btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -ENOENT;
 	if (!rodata || id < 0)
 		return -ENOENT;

@@ -2,6 +2,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,17 +24,28 @@ int lism_prog_run_once(int prog_fd, __u32 *retval)
 	return err ? -errno : 0;
 }
 
-/* Pin @fd (a program or link) as @name, over an older pin of that name. */
+/*
+ * Pin @fd (a program or link) as @name, over an older pin of that name:
+ * pinned beside it first, then renamed over it, so the name never goes
+ * missing (a lism conns during an upgrade finds the old or the new one).
+ */
 static int pin_over(int fd, const char *dir, const char *name)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], next[PATH_MAX + 8];
 	int err = lism_pin_join(path, sizeof(path), dir, name);
 
 	if (err)
 		return err;
-	if (unlink(path) && errno != ENOENT)
+	snprintf(next, sizeof(next), "%s_next", path); /* bpffs names take no dot */
+	unlink(next);
+	if (bpf_obj_pin(fd, next))
 		return -errno;
-	return bpf_obj_pin(fd, path) ? -errno : 0;
+	if (rename(next, path)) {
+		err = -errno;
+		unlink(next);
+		return err;
+	}
+	return 0;
 }
 
 static void unpin(const char *dir, const char *name)
@@ -201,11 +213,16 @@ static int load_one(const struct optional *op, const char *pin_path, int upgrade
 	}
 	if (err) {
 		struct lism_refusal r;
+		char where[PATH_MAX + 16] = "";
+		size_t room;
 
 		lism_load_log_refusal(&log, &r);
-		lism_refusal_summary(&r, why, sizeof(why));
-		lism_feature_off(st, r.verifier ? LISM_FC_VERIFIER : LISM_FC_ATTACH, "%s%s%s%s", why,
-				 r.path[0] ? " (log: " : "", r.path, r.path[0] ? ")" : "");
+		if (r.path[0])
+			snprintf(where, sizeof(where), " (log: %s)", r.path);
+		/* the verifier's line is cut, never the log's path */
+		room = strlen(where) < sizeof(why) / 2 ? sizeof(why) - strlen(where) : sizeof(why) / 2;
+		lism_refusal_summary(&r, why, room);
+		lism_feature_off(st, r.verifier ? LISM_FC_VERIFIER : LISM_FC_ATTACH, "%s%s", why, where);
 		goto out;
 	}
 	prog = bpf_object__find_program_by_name(obj, op->prog);
@@ -230,12 +247,16 @@ void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
 
 		if (lism_probe_missing(probe, op->feature, missing, sizeof(missing))) {
 			lism_feature_off(&st[op->feature], LISM_FC_KERNEL, "the kernel lacks %s", missing);
-			if (upgrade)
-				op->remove(pin_path);
+			op->remove(pin_path);
 			continue;
 		}
-		if (load_one(op, pin_path, upgrade, &st[op->feature]) && upgrade)
-			op->remove(pin_path); /* the old build's program does not stay beside this build's */
+		/*
+		 * Whatever a failure left half done goes, and at an upgrade the old
+		 * build's program with it: an instance runs one build's programs or
+		 * none, and a feature recorded off is off.
+		 */
+		if (load_one(op, pin_path, upgrade, &st[op->feature]))
+			op->remove(pin_path);
 	}
 }
 

@@ -122,7 +122,7 @@ int lism_dir_only_fastpath(const char *dir)
 
 static int unlink_pins(const char *dir, const char *const *names, size_t n)
 {
-	char path[4096];
+	char path[4096], next[4096 + 8];
 	int err = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -130,6 +130,9 @@ static int unlink_pins(const char *dir, const char *const *names, size_t n)
 			return -ENAMETOOLONG;
 		if (unlink(path) && errno != ENOENT)
 			err = -errno;
+		/* a replacement pinned beside it, not renamed over it yet (optional.c) */
+		snprintf(next, sizeof(next), "%s_next", path); /* bpffs names take no dot */
+		unlink(next);
 	}
 	return err;
 }

@@ -349,36 +349,10 @@ static int check(struct lism_probe *p, struct lism_kreq *r, struct btf *const *b
 	return -1;
 }
 
-/* Whether field reference @a's path starts with @b's (the same type, @b's members first). */
-static int path_under(const struct lism_core_ref *a, const struct lism_core_ref *b)
-{
-	if (a->kind != LISM_CORE_FIELD || b->kind != LISM_CORE_FIELD || strcmp(a->type, b->type) || b->n > a->n)
-		return 0;
-	for (int i = 0; i < b->n; i++)
-		if (strcmp(a->member[i], b->member[i]))
-			return 0;
-	return 1;
-}
-
-/*
- * A field read only where the code found its parent first (sk_memcg's
- * tcpmem, then tcpmem.usage) is optional like the parent: the read is dead
- * code on a kernel without it.
- */
-static void inherit_checks(struct lism_probe *p)
-{
-	for (size_t i = 0; i < p->n; i++)
-		for (size_t k = 0; k < p->n && !p->req[i].checked; k++)
-			if (p->req[i].kind == LISM_KR_CORE && p->req[k].kind == LISM_KR_CORE && p->req[k].checked &&
-			    (p->req[i].features & p->req[k].features) == p->req[i].features &&
-			    path_under(&p->req[i].core, &p->req[k].core))
-				p->req[i].checked = 1;
-}
-
 int lism_probe_run(struct lism_probe *p)
 {
 	struct btf **btfs = NULL, **mods = NULL, *vmlinux;
-	int err = 0, nbtf = 0, nmods;
+	int err = 0, nbtf = 0, nmods = 0;
 
 	memset(p, 0, sizeof(*p));
 	lism_kernel_release(p->kernel, sizeof(p->kernel));
@@ -405,9 +379,10 @@ int lism_probe_run(struct lism_probe *p)
 	}
 	if (!err)
 		err = add_simple(p, LISM_KR_SYSCTL, 0, 0, 1u << LISM_F_BPF_STATS, "%s", "kernel.bpf_stats_enabled");
-	if (err)
+	if (err) {
+		lism_probe_free(p);
 		return err;
-	inherit_checks(p);
+	}
 
 	/* the checks: libbpf's probes for what loads, the kernel's BTF for the rest */
 	vmlinux = btf__load_vmlinux_btf();
@@ -434,9 +409,13 @@ int lism_probe_run(struct lism_probe *p)
 out:
 	for (int i = 1; i < nbtf; i++)
 		btf__free(btfs[i]);
+	for (int i = 0; !btfs && i < nmods; i++) /* not handed to btfs[] */
+		btf__free(mods[i]);
 	btf__free(vmlinux);
 	free(mods);
 	free(btfs);
+	if (err)
+		lism_probe_free(p);
 	return err;
 }
 
@@ -543,6 +522,8 @@ int lism_cmd_probe(const struct lism_opts *o)
 			if (!*progs)
 				continue;
 			bo = lism_object_open(obj);
+			if (!bo)
+				continue;
 			bpf_object__for_each_program(prog, bo)
 				mine |= lism_feature_of_program(bpf_program__name(prog)) == f;
 			bpf_object__close(bo);

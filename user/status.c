@@ -58,13 +58,14 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 			(unsigned long long)s->stats[LISM_S_SENDERS_SEND_LIMITS],
 			(unsigned long long)s->stats[LISM_S_SENDER_JOIN_FAILS],
 			(unsigned long long)s->stats[LISM_S_SENDERS_LEFT]);
-	if (s->backstop && s->backstop_misses_known)
+	/* whether each runs: the features map (the OFF lines below say why not) */
+	if (!lism_feature_enabled(&s->features[LISM_F_BACKSTOP]))
+		fprintf(f, "  backstop: OFF; ");
+	else if (s->backstop_misses_known)
 		fprintf(f, "  backstop: tcp_destroy_sock, %llu destroys missed host-wide (recursion); ",
 			(unsigned long long)s->backstop_misses);
-	else if (s->backstop)
-		fprintf(f, "  backstop: tcp_destroy_sock; ");
 	else
-		fprintf(f, "  backstop: OFF (unseen closes wait for the sweep); ");
+		fprintf(f, "  backstop: tcp_destroy_sock; ");
 	if (lism_feature_enabled(&s->features[LISM_F_SWEEP]))
 		fprintf(f, "sweep: %llu entries of vanished sockets given back\n",
 			(unsigned long long)s->stats[LISM_S_REAPED_GONE]);

@@ -6,7 +6,8 @@
  * load, status, status -j and /metrics must say the feature is off and why;
  * the command that needs it must explain itself.  And a core program
  * refused: a short report, the whole log in a file, nothing left behind.
- * Runs on every machine: the refusal is made, not waited for.
+ * Runs on every machine: the refusal is made, not waited for, and the
+ * features this kernel lacks anyway (lism probe) are expected off too.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -81,18 +82,43 @@ static int count(const char *text, const char *needle)
 }
 
 /*
+ * What this kernel offers each feature, from `lism probe -j` (as load
+ * decides): send sizes need 6.15, the fast path conntrack's kfuncs.
+ */
+static int kernel_has(enum lism_feature f)
+{
+	static char out[1 << 20];
+	struct json_object *j, *one;
+	int has;
+
+	cr_assert_eq(sh_out("\"$LISM_BIN\" probe -j", out, sizeof(out)), 0, "%.2000s", out);
+	j = json_tokener_parse(out);
+	cr_assert_not_null(j);
+	one = jget(jget(j, "features"), lism_feature_info(f)->name);
+	has = json_object_get_boolean(jget(one, "kernel"));
+	json_object_put(j);
+	return has;
+}
+
+/*
  * @name is off for the verifier's refusal of @prog, and said so: one line at
- * load, one in status, and in status -j; every other feature is on.
+ * load, one in status, and in status -j; every other feature is as the
+ * kernel allows (on where the probe finds what it needs).
  */
 static void assert_reported_off(enum lism_feature off, const char *prog)
 {
 	const char *name = lism_feature_info(off)->name;
 	char out[16384], want[256];
 	struct json_object *j, *feats, *one;
+	int on[LISM_F_MAX], others_off = 0;
 
+	for (int f = 0; f < LISM_F_MAX; f++) {
+		on[f] = f != (int)off && kernel_has(f);
+		others_off += f != (int)off && !on[f];
+	}
 	snprintf(want, sizeof(want), "(%s) is off: the verifier refused %s: R1 invalid mem access 'scalar'",
 		 name, prog);
-	cr_assert_eq(count(e.load_out, " is off: "), 1, "load said more or less than one feature off:\n%s",
+	cr_assert_eq(count(e.load_out, " is off: "), 1 + others_off, "load said more or less than it should:\n%s",
 		     e.load_out);
 	cr_assert_not_null(strstr(e.load_out, want), "load did not say it:\n%s", e.load_out);
 	/* the line names the whole log, which is really there */
@@ -107,13 +133,13 @@ static void assert_reported_off(enum lism_feature off, const char *prog)
 	}
 	cr_assert_eq(lism_out(&e, "status", out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, want), "status did not say it:\n%s", out);
-	cr_assert_eq(count(out, "  OFF: "), 1, "%s", out);
+	cr_assert_eq(count(out, "  OFF: "), 1 + others_off, "%s", out);
 
 	j = status_json();
 	feats = jget(j, "features");
 	for (int f = 0; f < LISM_F_MAX; f++) {
 		one = jget(feats, lism_feature_info(f)->name);
-		cr_assert_eq(json_object_get_boolean(jget(one, "enabled")), f != (int)off, "%s: %s",
+		cr_assert_eq(json_object_get_boolean(jget(one, "enabled")), on[f], "%s: %s",
 			     lism_feature_info(f)->name, json_object_to_json_string(one));
 	}
 	one = jget(feats, name);
@@ -166,7 +192,7 @@ static void assert_metrics(enum lism_feature off)
 	cr_assert_eq(sh_out(url, body, sizeof(body)), 0);
 	for (int f = 0; f < LISM_F_MAX; f++) {
 		snprintf(series, sizeof(series), "\nlism_feature_enabled{feature=\"%s\",core=\"%d\"} %d\n",
-			 lism_feature_info(f)->name, lism_feature_info(f)->core, f != (int)off);
+			 lism_feature_info(f)->name, lism_feature_info(f)->core, f != (int)off && kernel_has(f));
 		cr_assert_not_null(strstr(body, series), "no%s in /metrics", series);
 	}
 	stop_spawned(&child, out);
@@ -246,13 +272,18 @@ Test(degraded, the_sweep_runs_when_it_is_on)
 
 	require_root();
 	env_up(&e, NULL);
-	cr_assert_eq(count(e.load_out, " is off: "), 0, "%s", e.load_out);
+	cr_assert_eq(count(e.load_out, "(sweep) is off: "), 0, "%s", e.load_out);
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
 	env_leave(&e);
-	usleep(3 * LISM_SWEEP_TICK_MS * 1000 + 200 * 1000);
-	snap(&e, &st);
-	cr_assert_gt(st.stats[LISM_S_SWEEPS], 0, "the sweep did not run");
+	/* a pass over the 5000-entry table takes two ticks; a busy machine may delay them */
+	for (int waited = 0;; waited += LISM_SWEEP_TICK_MS) {
+		snap(&e, &st);
+		if (st.stats[LISM_S_SWEEPS] > 0)
+			break;
+		cr_assert_lt(waited, 10000, "the sweep did not run");
+		usleep(LISM_SWEEP_TICK_MS * 1000);
+	}
 	close(c);
 	close(s);
 }
@@ -426,7 +457,7 @@ Test(degraded, an_upgrade_that_cannot_load_a_feature_removes_the_old_one)
 	snprintf(cmd, sizeof(cmd), "LISM_TEST_REJECT=conns \"$LISM_BIN\" load --upgrade --pin-path %s 2>&1", e.pin);
 	cr_assert_eq(sh_out(cmd, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "upgraded the programs"), "%s", out);
-	cr_assert_eq(count(out, " is off: "), 1, "%s", out);
+	cr_assert_eq(count(out, "(conns) is off: "), 1, "%s", out);
 	cr_assert_neq(access(path, F_OK), 0, "the old build's iterator stayed");
 	j = status_json();
 	cr_assert_not(json_object_get_boolean(jget(jget(jget(j, "features"), "conns"), "enabled")));
@@ -436,7 +467,7 @@ Test(degraded, an_upgrade_that_cannot_load_a_feature_removes_the_old_one)
 	cr_assert_eq(send_all(c, 9, 0, 100000), 0);
 	cr_assert_eq(recv_check(s, 9, 0, 100000, 5000), 0);
 	cr_assert_eq(lism_out(&e, "load --upgrade", out, sizeof(out)), 0, "%s", out);
-	cr_assert_eq(count(out, " is off: "), 0, "%s", out);
+	cr_assert_eq(count(out, "(conns) is off: "), 0, "%s", out);
 	cr_assert_eq(lism_out(&e, "conns -j", out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "\"mode\":\"shortcut\""), "%s", out);
 	close(c);

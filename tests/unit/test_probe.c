@@ -6,6 +6,7 @@
  */
 #include <bpf/libbpf.h>
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <linux/bpf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,13 +129,16 @@ Test(probe, the_core_fields_are_read_off_the_objects)
 	elf = views->elf(&size);
 	cr_assert_eq(lism_core_refs(elf, size, &refs, &n), 0);
 	cr_assert(has_ref(refs, n, "sock.sk_bpf_storage", 0));
-	cr_assert(has_ref(refs, n, "bpf_map.id", 0));
+	cr_assert(has_ref(refs, n, "bpf_local_storage_map.map.id", 0));
 	cr_assert(has_ref(refs, n, "sk_psock.msg_tot_len", 1), "the iterator reads it only where it exists");
 	free(refs);
 	elf = core->elf(&size);
 	cr_assert_eq(lism_core_refs(elf, size, &refs, &n), 0);
 	cr_assert(has_ref(refs, n, "sk_psock.msg_tot_len", 0), "the data path needs the FIONREAD fix");
 	cr_assert(has_ref(refs, n, "type tcp_sock", 0));
+	/* the handshake reads socket storage (nested instances) only where the kernel lays it out so */
+	cr_assert(has_ref(refs, n, "type bpf_local_storage", 1));
+	cr_assert(has_ref(refs, n, "bpf_local_storage_map.map.name", 1));
 	free(refs);
 	cr_assert_neq(lism_core_refs("not an ELF", 10, &refs, &n), 0);
 }
@@ -210,24 +214,50 @@ Test(load_log, nothing_said_is_nothing_parsed)
 	cr_assert_eq(strlen(r.line[0]), LISM_REFUSAL_LINE - 1);
 }
 
+/* Entries of @dir besides . and .. */
+static int sh_count(const char *dir)
+{
+	struct dirent *de;
+	int n = 0;
+	DIR *d = opendir(dir);
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
+
 Test(load_log, the_whole_log_is_saved_under_tmpdir)
 {
 	char dir[] = "/tmp/lism-unit-XXXXXX", path[4096], buf[64] = "";
 	FILE *f;
 
+	char want[4096], link[4096];
+
 	cr_assert_not_null(mkdtemp(dir));
 	setenv("TMPDIR", dir, 1);
-	cr_assert_eq(lism_load_log_save(issue_log, path, sizeof(path)), 0);
-	cr_assert_eq(strncmp(path, dir, strlen(dir)), 0, "%s", path);
+	snprintf(want, sizeof(want), "%s/lism-load-lism_iter_socks.log", dir);
+	/* a symlink planted at the name is replaced, not written through */
+	snprintf(link, sizeof(link), "%s/target", dir);
+	cr_assert_eq(symlink(link, want), 0);
+	cr_assert_eq(lism_load_log_save(issue_log, "lism_iter_socks", path, sizeof(path)), 0);
+	cr_assert_str_eq(path, want);
+	cr_assert_neq(access(link, F_OK), 0, "the log was written through a symlink");
 	f = fopen(path, "r");
 	cr_assert_not_null(f);
 	cr_assert_not_null(fgets(buf, sizeof(buf), f));
 	fclose(f);
 	cr_assert_eq(strncmp(buf, "libbpf: prog 'lism_iter_socks'", 30), 0);
-	unlink(path);
+	/* the next refusal of the same program replaces it: logs do not pile up */
+	cr_assert_eq(lism_load_log_save("second\n", "lism_iter_socks", path, sizeof(path)), 0);
+	cr_assert_eq(sh_count(dir), 1);
+	cr_assert_neq(lism_load_log_save("x", "../escape", path, sizeof(path)), 0);
+	cr_assert_str_empty(path);
+	unlink(want);
 	rmdir(dir);
 	setenv("TMPDIR", "/nonexistent-lism-dir", 1);
-	cr_assert_neq(lism_load_log_save(issue_log, path, sizeof(path)), 0);
+	cr_assert_neq(lism_load_log_save(issue_log, "lism_iter_socks", path, sizeof(path)), 0);
 	cr_assert_str_empty(path);
 	unsetenv("TMPDIR");
 }
@@ -240,7 +270,11 @@ static const struct lism_kreq *find_req(const struct lism_probe *p, const char *
 	return NULL;
 }
 
-/* What the probe asks for, without loading anything (it reads the kernel's BTF, world-readable). */
+/*
+ * What the probe asks for.  Unprivileged it reads only the kernel's BTF
+ * (world-readable); as root libbpf's probes also load tiny programs, never
+ * attached.
+ */
 Test(probe, requirements_say_who_needs_them_and_what_is_optional)
 {
 	struct lism_probe p;
