@@ -137,14 +137,9 @@ static int init_device(struct lism_bpf *skel, const struct lism_opts *o, const c
 		  (o->no_churn_detect ? LISM_DEV_F_NO_CHURN_DETECT : 0) |
 		  (o->eager_senders ? LISM_DEV_F_EAGER_SENDERS : 0);
 	d.loaded_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
-	{
-		struct bpf_map_info info = { 0 };
-		__u32 len = sizeof(info);
-
-		if (bpf_obj_get_info_by_fd(bpf_map__fd(skel->maps.socks), &info, &len))
-			return -errno;
-		d.socks_id = info.id;
-	}
+	err = lism_pin_map_id(o->pin_path, "socks", &d.socks_id); /* libbpf pinned it at load */
+	if (err)
+		return err;
 	/* for views only: an overlong path is shown truncated */
 	if (snprintf(d.cgroup, sizeof(d.cgroup), "%s", cgroup) >= (int)sizeof(d.cgroup))
 		strcpy(d.cgroup + sizeof(d.cgroup) - 4, "...");
@@ -311,13 +306,13 @@ static int load_core(struct lism_bpf *skel, const char *what)
 
 /* The features besides the core: the probed ones, then the optional programs (optional.h). */
 static void start_features(const char *pin_path, const struct lism_probe *p,
-			   struct lism_feature_state st[LISM_F_MAX], int upgrade)
+			   struct lism_feature_state st[LISM_F_MAX])
 {
 	memset(st, 0, sizeof(*st) * LISM_F_MAX);
 	lism_feature_on(&st[LISM_F_HANDSHAKE]);
 	lism_feature_on(&st[LISM_F_DATA_PATH]);
 	lism_probed_features(p, st);
-	lism_optional_load(pin_path, p, st, upgrade);
+	lism_optional_load(pin_path, p, st);
 	if (lism_features_write(pin_path, st))
 		lism_err("warning: recording which features run failed: status will not say");
 }
@@ -517,7 +512,7 @@ static int upgrade(const struct lism_opts *o)
 	}
 	if (pin_programs(skel, o->pin_path, 1))
 		goto out;
-	start_features(o->pin_path, &probe, features, 1);
+	start_features(o->pin_path, &probe, features);
 	printf("lism: upgraded the programs at %s (state, settings and connections kept)\n",
 	       o->pin_path);
 	say_features(features);
@@ -675,7 +670,7 @@ int lism_cmd_load(const struct lism_opts *o)
 	if (pin_programs(skel, o->pin_path, 0))
 		goto cleanup;
 	/* the optional features before the handshake goes live: the instance is whole from its first SYN */
-	start_features(o->pin_path, &probe, features, 0);
+	start_features(o->pin_path, &probe, features);
 	link = bpf_program__attach_cgroup(skel->progs.lism_sockops, cgfd);
 	if (!link) {
 		lism_err("attaching the sockops program to cgroup %s failed: %s", cgroup, strerror(errno));

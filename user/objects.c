@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -138,4 +139,14 @@ int lism_object_set_rodata(struct bpf_object *obj, const char *var, const void *
 		return err;
 	}
 	return -ENOENT;
+}
+
+int lism_prog_run_once(int prog_fd, __u32 *retval)
+{
+	char frame[14] = { 0 }; /* BPF_PROG_RUN of a tc program wants an Ethernet header; unread */
+	LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = frame, .data_size_in = sizeof(frame));
+	int err = bpf_prog_test_run_opts(prog_fd, &run);
+
+	*retval = run.retval;
+	return err ? -errno : 0;
 }

@@ -9,6 +9,7 @@
 #ifndef LISM_OBJECTS_H
 #define LISM_OBJECTS_H
 
+#include <linux/types.h>
 #include <stddef.h>
 
 #include "lism/feature.h"
@@ -41,5 +42,8 @@ int lism_object_reuse_pins(struct bpf_object *obj, const char *pin_path);
 
 /* Before load: the read-only global @var of @obj (a const volatile) gets @size bytes of @val. */
 int lism_object_set_rodata(struct bpf_object *obj, const char *var, const void *val, size_t size);
+
+/* Run a never-attached tc program once (BPF_PROG_RUN): 0 and its return value, or -errno. */
+int lism_prog_run_once(int prog_fd, __u32 *retval);
 
 #endif

@@ -14,16 +14,6 @@
 #include "pins.h"
 #include "probe.h"
 
-int lism_prog_run_once(int prog_fd, __u32 *retval)
-{
-	char frame[14] = { 0 }; /* BPF_PROG_RUN of a tc program wants an Ethernet header; unread */
-	LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = frame, .data_size_in = sizeof(frame));
-	int err = bpf_prog_test_run_opts(prog_fd, &run);
-
-	*retval = run.retval;
-	return err ? -errno : 0;
-}
-
 /*
  * Pin @fd (a program or link) as @name, over an older pin of that name:
  * pinned beside it first, then renamed over it, so the name never goes
@@ -65,29 +55,15 @@ static int views_prepare(struct bpf_object *obj, const char *pin_path)
 	return err ? err : lism_object_set_rodata(obj, "lism_socks_map_id", &id, sizeof(id));
 }
 
-static int views_start(struct bpf_program *prog, const char *pin_path, int upgrade, char *why, size_t len)
-{
-	(void)upgrade;
-	(void)why;
-	(void)len;
-	return pin_over(bpf_program__fd(prog), pin_path, LISM_PIN_PROG_ITER);
-}
-
-static void views_remove(const char *pin_path)
-{
-	unpin(pin_path, LISM_PIN_PROG_ITER);
-}
-
 /*
  * The backstop: a tracing link cannot switch programs, so the new one is
  * attached beside the old, then the old one goes with its pin.
  */
-static int backstop_start(struct bpf_program *prog, const char *pin_path, int upgrade, char *why, size_t len)
+static int backstop_start(struct bpf_program *prog, const char *pin_path, char *why, size_t len)
 {
 	struct bpf_link *link = bpf_program__attach_trace(prog);
 	int err;
 
-	(void)upgrade;
 	if (!link) {
 		err = -errno;
 		snprintf(why, len, "attaching lism_destroy to tcp_destroy_sock failed: %s (the kernel needs "
@@ -95,10 +71,8 @@ static int backstop_start(struct bpf_program *prog, const char *pin_path, int up
 		return err;
 	}
 	err = pin_over(bpf_link__fd(link), pin_path, LISM_PIN_LINK_DESTROY);
-	if (!err)
-		err = pin_over(bpf_program__fd(prog), pin_path, LISM_PIN_PROG_DESTROY);
 	if (err)
-		snprintf(why, len, "pinning the backstop failed: %s", strerror(-err));
+		snprintf(why, len, "pinning the backstop's link failed: %s", strerror(-err));
 	bpf_link__destroy(link); /* the pin keeps it attached */
 	return err;
 }
@@ -106,7 +80,6 @@ static int backstop_start(struct bpf_program *prog, const char *pin_path, int up
 static void backstop_remove(const char *pin_path)
 {
 	unpin(pin_path, LISM_PIN_LINK_DESTROY); /* its last reference: detached */
-	unpin(pin_path, LISM_PIN_PROG_DESTROY);
 }
 
 /* Cancel the sweep's timer: a map update frees the timer of the value it replaces. */
@@ -132,17 +105,17 @@ static int sweep_cancel(const char *pin_path)
 }
 
 /*
- * The sweep's timer runs the callback of the program that set it up: at an
- * upgrade the old one is cancelled, then the new program sets it up and
+ * The sweep's timer runs the callback of the program that set it up: an
+ * old one (an upgrade's) is cancelled, then the new program sets it up and
  * starts it at once, so entries in use are swept without waiting for a
  * connect().  (An old handshake still finishing a connect() on another CPU
  * may start it in between: it then has no callback and fails, and the next
  * connect() starts it.)
  */
-static int sweep_start(struct bpf_program *prog, const char *pin_path, int upgrade, char *why, size_t len)
+static int sweep_start(struct bpf_program *prog, const char *pin_path, char *why, size_t len)
 {
 	__u32 retval = 0;
-	int err = upgrade ? sweep_cancel(pin_path) : 0;
+	int err = sweep_cancel(pin_path); /* a fresh table's timer was never set up: nothing to cancel */
 
 	if (err) {
 		snprintf(why, len, "cancelling the old sweep failed: %s", strerror(-err));
@@ -154,34 +127,43 @@ static int sweep_start(struct bpf_program *prog, const char *pin_path, int upgra
 			 err ? strerror(-err) : "the kernel refused the timer");
 		return err ? err : -EINVAL;
 	}
-	err = pin_over(bpf_program__fd(prog), pin_path, LISM_PIN_PROG_SWEEP);
-	if (err)
-		snprintf(why, len, "pinning the sweep failed: %s", strerror(-err));
-	return err;
+	return 0;
 }
 
 static void sweep_remove(const char *pin_path)
 {
 	sweep_cancel(pin_path);
-	unpin(pin_path, LISM_PIN_PROG_SWEEP);
 }
 
+/*
+ * Each optional feature: its object and program, the program's pin, and
+ * what else it sets up beside the pin (NULL: nothing) and takes down again.
+ */
 static const struct optional {
 	enum lism_feature feature;
 	const char *object;
 	const char *prog;
+	const char *pin;
 	int (*prepare)(struct bpf_object *obj, const char *pin_path);
-	int (*start)(struct bpf_program *prog, const char *pin_path, int upgrade, char *why, size_t len);
+	int (*start)(struct bpf_program *prog, const char *pin_path, char *why, size_t len);
 	void (*remove)(const char *pin_path);
 } optionals[] = {
-	{ LISM_F_CONNS, "views", "lism_iter_socks", views_prepare, views_start, views_remove },
-	{ LISM_F_BACKSTOP, "backstop", "lism_destroy", NULL, backstop_start, backstop_remove },
-	{ LISM_F_SWEEP, "sweep", "lism_sweep_start", NULL, sweep_start, sweep_remove },
+	{ LISM_F_CONNS, "views", "lism_iter_socks", LISM_PIN_PROG_ITER, views_prepare, NULL, NULL },
+	{ LISM_F_BACKSTOP, "backstop", "lism_destroy", LISM_PIN_PROG_DESTROY, NULL, backstop_start,
+	  backstop_remove },
+	{ LISM_F_SWEEP, "sweep", "lism_sweep_start", LISM_PIN_PROG_SWEEP, NULL, sweep_start, sweep_remove },
 };
 
+/* Take down what a failed or replaced optional feature set up; what is not there is fine. */
+static void remove_one(const struct optional *op, const char *pin_path)
+{
+	if (op->remove)
+		op->remove(pin_path);
+	unpin(pin_path, op->pin);
+}
+
 /* One optional feature: 0 when it runs, else @st says why not. */
-static int load_one(const struct optional *op, const char *pin_path, int upgrade,
-		    struct lism_feature_state *st)
+static int load_one(const struct optional *op, const char *pin_path, struct lism_feature_state *st)
 {
 	struct lism_load_log log = { 0 };
 	struct bpf_object *obj = NULL;
@@ -226,7 +208,14 @@ static int load_one(const struct optional *op, const char *pin_path, int upgrade
 		goto out;
 	}
 	prog = bpf_object__find_program_by_name(obj, op->prog);
-	err = prog ? op->start(prog, pin_path, upgrade, why, sizeof(why)) : -ENOENT;
+	err = prog ? 0 : -ENOENT;
+	if (!err && op->start)
+		err = op->start(prog, pin_path, why, sizeof(why));
+	if (!err) {
+		err = pin_over(bpf_program__fd(prog), pin_path, op->pin);
+		if (err)
+			snprintf(why, sizeof(why), "pinning %s failed: %s", op->prog, strerror(-err));
+	}
 	if (err) {
 		lism_feature_off(st, LISM_FC_ATTACH, "%s", why[0] ? why : strerror(-err));
 		goto out;
@@ -239,7 +228,7 @@ out:
 }
 
 void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
-			struct lism_feature_state st[LISM_F_MAX], int upgrade)
+			struct lism_feature_state st[LISM_F_MAX])
 {
 	for (size_t i = 0; i < sizeof(optionals) / sizeof(optionals[0]); i++) {
 		const struct optional *op = &optionals[i];
@@ -247,7 +236,7 @@ void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
 
 		if (lism_probe_missing(probe, op->feature, missing, sizeof(missing))) {
 			lism_feature_off(&st[op->feature], LISM_FC_KERNEL, "the kernel lacks %s", missing);
-			op->remove(pin_path);
+			remove_one(op, pin_path);
 			continue;
 		}
 		/*
@@ -255,8 +244,8 @@ void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
 		 * build's program with it: an instance runs one build's programs or
 		 * none, and a feature recorded off is off.
 		 */
-		if (load_one(op, pin_path, upgrade, &st[op->feature]))
-			op->remove(pin_path);
+		if (load_one(op, pin_path, &st[op->feature]))
+			remove_one(op, pin_path);
 	}
 }
 

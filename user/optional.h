@@ -10,25 +10,21 @@
 #ifndef LISM_OPTIONAL_H
 #define LISM_OPTIONAL_H
 
-#include <linux/types.h>
-
 #include "lism/feature.h"
 
 struct lism_probe;
 
 /*
  * Load, attach and pin every optional program at @pin_path and record the
- * outcome in @st (the caller writes the features map).  @upgrade: replace
- * the programs of the instance already there; one that cannot be replaced
- * is removed (an instance runs one build's programs or none).
+ * outcome in @st (the caller writes the features map).  At an upgrade each
+ * replaces the program of the instance already there; one that cannot is
+ * removed with what it set up (an instance runs one build's programs or
+ * none, and a feature recorded off is off).
  */
 void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
-			struct lism_feature_state st[LISM_F_MAX], int upgrade);
+			struct lism_feature_state st[LISM_F_MAX]);
 
 /* The features only the probe decides (send sizes, BPF stats, the fast path's availability). */
 void lism_probed_features(const struct lism_probe *probe, struct lism_feature_state st[LISM_F_MAX]);
-
-/* Run a never-attached tc program once (BPF_PROG_RUN): 0 and its return value, or -errno. */
-int lism_prog_run_once(int prog_fd, __u32 *retval);
 
 #endif

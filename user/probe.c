@@ -444,24 +444,36 @@ int lism_probe_missing(const struct lism_probe *p, enum lism_feature f, char *bu
 	return n;
 }
 
-/* Trial load of one object with maps of its own (nothing pinned, nothing attached). */
-static int verify_object(const struct lism_object *o, struct lism_refusal *r)
+/*
+ * Trial load of one object with maps of its own (nothing pinned, nothing
+ * attached): 0 or -errno, *@r why not, *@features the features of its programs.
+ */
+static int verify_object(const struct lism_object *o, struct lism_refusal *r, __u32 *features)
 {
 	struct lism_load_log log;
+	struct bpf_program *prog;
 	struct bpf_object *obj;
 	int err;
 
 	memset(r, 0, sizeof(*r));
-	err = lism_load_log_begin(&log);
-	if (err)
-		return err;
+	*features = 0;
 	obj = lism_object_open(o);
-	err = obj ? bpf_object__load(obj) : -errno;
-	lism_load_log_end(&log);
-	if (err)
-		lism_refusal_parse(log.text, r);
+	if (!obj)
+		return -errno;
+	bpf_object__for_each_program(prog, obj) {
+		int f = lism_feature_of_program(bpf_program__name(prog));
+
+		*features |= f < 0 ? 0 : 1u << f;
+	}
+	err = lism_load_log_begin(&log);
+	if (!err) {
+		err = bpf_object__load(obj);
+		lism_load_log_end(&log);
+		if (err)
+			lism_refusal_parse(log.text, r);
+		lism_load_log_free(&log);
+	}
 	bpf_object__close(obj);
-	lism_load_log_free(&log);
 	return err;
 }
 
@@ -509,29 +521,15 @@ int lism_cmd_probe(const struct lism_opts *o)
 	for (int f = 0; f < LISM_F_MAX; f++)
 		verified[f] = -1;
 	for (size_t i = 0; p.root && i < lism_n_objects; i++) {
-		const struct lism_object *obj = &lism_objects[i];
 		struct lism_refusal r;
-		int ok = verify_object(obj, &r) == 0;
+		__u32 features;
+		int ok = verify_object(&lism_objects[i], &r, &features) == 0;
 
-		for (int f = 0; f < LISM_F_MAX; f++) {
-			const char *progs = lism_feature_info(f)->programs;
-			struct bpf_object *bo;
-			struct bpf_program *prog;
-			int mine = 0;
-
-			if (!*progs)
-				continue;
-			bo = lism_object_open(obj);
-			if (!bo)
-				continue;
-			bpf_object__for_each_program(prog, bo)
-				mine |= lism_feature_of_program(bpf_program__name(prog)) == f;
-			bpf_object__close(bo);
-			if (!mine)
-				continue;
-			verified[f] = ok;
-			verdict[f] = r;
-		}
+		for (int f = 0; f < LISM_F_MAX; f++)
+			if (features & (1u << f)) {
+				verified[f] = ok;
+				verdict[f] = r;
+			}
 	}
 	for (int f = 0; f < LISM_F_MAX; f++)
 		if (lism_feature_info(f)->core && ((p.missing & (1u << f)) || verified[f] == 0))

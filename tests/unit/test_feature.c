@@ -130,6 +130,10 @@ Test(feature, json_and_metrics_show_every_feature)
 	cr_assert_str_eq(json_object_get_string(v), "attaching lism_destroy failed");
 	cr_assert(json_object_object_get_ex(one, "cause", &v));
 	cr_assert_str_eq(json_object_get_string(v), "attach");
+	cr_assert(json_object_object_get_ex(one, "without", &v));
+	cr_assert_str_eq(json_object_get_string(v), lism_feature_info(LISM_F_BACKSTOP)->without);
+	cr_assert(json_object_object_get_ex(j, "conns", &one));
+	cr_assert_not(json_object_object_get_ex(one, "reason", &v), "a feature that runs has no reason");
 	json_object_put(j);
 
 	f = open_memstream(&text, &len);
