@@ -7,12 +7,15 @@ CLANG    ?= clang
 CC       ?= gcc
 BPFTOOL  ?= bpftool
 PKG_CONFIG ?= pkg-config
-VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
+# The release (VERSION file): the image tag the manifests name.  The build's
+# version adds the commit it was built from.
+RELEASE  := $(shell cat VERSION)
+VERSION  := $(RELEASE)$(shell git describe --always --dirty 2>/dev/null | sed 's/^/+g/')
 
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 # Debian 12 packages every target needs; `make deps` installs the missing ones.
-DEB_PACKAGES := make gcc clang llvm libclang-rt-14-dev libbpf-dev bpftool libxdp-dev libcriterion-dev \
+DEB_PACKAGES := make gcc clang llvm libclang-rt-14-dev libbpf-dev bpftool libxdp-dev libcriterion-dev libmnl-dev \
 	libelf-dev zlib1g-dev pkg-config libjson-c-dev libmicrohttpd-dev iproute2 iptables procps util-linux curl \
 	podman runc nginx-light redis-server redis-tools
 
@@ -29,8 +32,8 @@ CFLAGS   ?= -O2 -g
 # Expanded when a recipe runs (=, not :=): on a fresh machine pkg-config and
 # the -dev packages only exist once `deps` has run.
 USER_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) \
-	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf libelf libxdp json-c libmicrohttpd)
-USER_LIBS = $(shell $(PKG_CONFIG) --libs libbpf libelf libxdp json-c libmicrohttpd)
+	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf libelf libxdp json-c libmicrohttpd libmnl)
+USER_LIBS = $(shell $(PKG_CONFIG) --libs libbpf libelf libxdp json-c libmicrohttpd libmnl)
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-function -Iinclude -Ibpf -I$(BUILD)
 
@@ -53,7 +56,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 
-.PHONY: all deps run test unit integration fuzz soak bench bench-fastpath bench-deps image check-manifests install clean help
+.PHONY: all deps run test unit integration fuzz soak bench bench-fastpath bench-deps image push check-manifests install clean help
 .DEFAULT_GOAL := all
 # keep generated objects between the skeleton steps
 .SECONDARY:
@@ -72,7 +75,8 @@ help:
 	@echo 'make bench        TCP vs plain sockmap vs lism, interleaved (BENCH_QUICK=1: one short pass)'
 	@echo 'make bench-fastpath  pod to pod through a node namespace, with and without lism xdp'
 	@echo 'make image        the node agent image $(IMAGE) (podman, from scratch, nothing pulled)'
-	@echo 'make check-manifests  validate deploy/kubernetes against the Kubernetes schema (npm)'
+	@echo 'make push REGISTRY=HOST/PATH   tag it HOST/PATH/lism:$(RELEASE) and push it'
+	@echo 'make check-manifests  validate deploy/kubernetes offline: schema, the API server'\''s rules, policy (npm)'
 	@echo 'make install      install lism to $(PREFIX)/sbin and lism(8)'
 	@echo 'make clean        remove $(BUILD)/'
 	@echo 'V=1               show the commands'
@@ -233,7 +237,7 @@ podman_cgroups_rm = for d in /sys/fs/cgroup/$(1) /sys/fs/cgroup/*/$(1); do \
 
 # The node agent image (deploy/Containerfile): the binary and the libraries
 # ldd names for it, FROM scratch; built locally, nothing pulled.
-IMAGE ?= localhost/lism:latest
+IMAGE ?= localhost/lism:$(RELEASE)
 # runc: crun fails on this machines' cgroup layout.  Explicit ulimits: root
 # here lacks CAP_SYS_RESOURCE, so podman's defaults above the hard limits fail.
 PODMAN := podman --runtime runc
@@ -253,6 +257,14 @@ image: deps all
 	$(Q)cg=lism-image-$$$$; $(PODMAN) --cgroup-manager=cgroupfs run --rm --network none $(PODMAN_LIMITS) \
 		--cgroup-parent=/$$cg \
 		$(IMAGE) version; rc=$$?; $(call podman_cgroups_rm,$$cg); exit $$rc
+
+# The image under the registry's name, pushed (podman login first):
+#   make push REGISTRY=registry.example.com/platform
+# then point the manifests at it: docs/kubernetes.md, "Install".
+push: image
+	$(Q)[ -n "$(REGISTRY)" ] || { echo "make push: set REGISTRY, e.g. REGISTRY=registry.example.com/platform" >&2; exit 2; }
+	$(call say,PUSH,$(REGISTRY)/lism:$(RELEASE))
+	$(Q)$(PODMAN) tag $(IMAGE) $(REGISTRY)/lism:$(RELEASE) && $(PODMAN) push -q $(REGISTRY)/lism:$(RELEASE)
 
 check-manifests: deps
 	$(Q)tests/manifests/run.sh $(BUILD)

@@ -101,7 +101,7 @@ static __always_inline int in_scope(const struct addr6 *a)
 
 	__builtin_memcpy(k.addr, a->w, 16);
 	v = bpf_map_lookup_elem(&scope, &k);
-	return v && *v == LISM_SCOPE_LOCAL;
+	return v && (*v & LISM_SCOPE_LOCAL); /* LOCAL or ROUTE (abi.h); EXCLUDE is not */
 }
 
 static __always_inline __u16 sockops_rport(struct bpf_sock_ops *s)

@@ -63,10 +63,11 @@ void lism_usage(FILE *f)
 		"  load     attach lism to a cgroup and pin its state\n"
 		"           [--cgroup PATH] [--max-dmbs N] [--dmb-size BYTES] [--local-cidr CIDR]...\n"
 		"           [--exclude-cidr CIDR]... [--exclude-port PORT]... [--include-port PORT]...\n"
+		"           [--local-routes on|off]  (on: also this node's pods, from its routes)\n"
 		"           [--allow-blocking] [--no-stream-detect] [--no-churn-detect]\n"
 		"           [--churn-window MS] [--senders adaptive|eager] [--upgrade] [--mount-bpffs]\n"
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
-		"           [--timeout SECONDS] [--force]\n"
+		"           [--timeout SECONDS] [--force] [--stay]  (--stay: then wait for SIGTERM)\n"
 		"  status   the loopback-ism device, like smcd device   [-j]\n"
 		"  conns    one row per connection end, like smcss -D\n"
 		"           [-w] [-j] [--port PORT] [--state STATE] [--mode shortcut|tcp|pending]\n"
@@ -74,8 +75,9 @@ void lism_usage(FILE *f)
 		"  stats reset   zero the counters\n"
 		"  events   follow lifecycle events (" LISM_EV_NAMES ")\n"
 		"           [-j] [--all] [--type TYPE,...]\n"
-		"  run      foreground daemon: load (or adopt), serve /metrics and /healthz, log\n"
-		"           a summary every --log-interval and the --log-events types one by one\n"
+		"  run      foreground daemon: load (or adopt, or retry until it can), serve /metrics,\n"
+		"           /healthz and /livez; log a summary every --log-interval and the\n"
+		"           --log-events types one by one\n"
 		"           [load options] [--metrics-addr ADDR:PORT] [--unload-on-exit] [-j]\n"
 		"           [--log-events all|none|TYPE,...] [--log-interval SECONDS]\n"
 		"           [--iface GLOB,...]  (keep the veth fast path on matching interfaces)\n"
@@ -95,7 +97,7 @@ void lism_usage(FILE *f)
 		"\n"
 		"Defaults: --pin-path %s, --cgroup <cgroup2 mount>, --max-dmbs %u,\n"
 		"--dmb-size %u (%u KiB..%u MiB), --churn-window %u, --timeout %u,\n"
-		"--metrics-addr %s, --log-events none, --log-interval %u.\n"
+		"--metrics-addr %s, --log-events none, --log-interval %u, --local-routes off.\n"
 		"See lism(8).\n",
 		LISM_DEFAULT_PIN_PATH, LISM_DEFAULT_MAX_DMBS, LISM_DEFAULT_DMB_SIZE,
 		LISM_MIN_DMB_SIZE >> 10, LISM_MAX_DMB_SIZE >> 20, LISM_CHURN_WINDOW_MS,
@@ -279,6 +281,7 @@ enum {
 	OPT_ALL,
 	OPT_METRICS_ADDR,
 	OPT_UNLOAD_ON_EXIT,
+	OPT_STAY,
 	OPT_EXCLUDE_CIDR,
 	OPT_UPGRADE,
 	OPT_NO_STREAM_DETECT,
@@ -290,6 +293,7 @@ enum {
 	OPT_TYPE,
 	OPT_LOG_EVENTS,
 	OPT_LOG_INTERVAL,
+	OPT_LOCAL_ROUTES,
 };
 
 /* Which options each command accepts. */
@@ -307,6 +311,7 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 	case OPT_DMB_SIZE:
 	case OPT_LOCAL_CIDR:
 	case OPT_EXCLUDE_CIDR:
+	case OPT_LOCAL_ROUTES:
 	case OPT_ALLOW_BLOCKING:
 	case OPT_NO_STREAM_DETECT:
 	case OPT_NO_CHURN_DETECT:
@@ -342,6 +347,8 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 	case OPT_METRICS_ADDR:
 	case OPT_UNLOAD_ON_EXIT:
 		return cmd == LISM_CMD_RUN;
+	case OPT_STAY:
+		return cmd == LISM_CMD_UNLOAD;
 	}
 	return 0;
 }
@@ -427,6 +434,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "dmb-size", required_argument, NULL, OPT_DMB_SIZE },
 		{ "local-cidr", required_argument, NULL, OPT_LOCAL_CIDR },
 		{ "exclude-cidr", required_argument, NULL, OPT_EXCLUDE_CIDR },
+		{ "local-routes", required_argument, NULL, OPT_LOCAL_ROUTES },
 		{ "upgrade", no_argument, NULL, OPT_UPGRADE },
 		{ "allow-blocking", no_argument, NULL, OPT_ALLOW_BLOCKING },
 		{ "no-stream-detect", no_argument, NULL, OPT_NO_STREAM_DETECT },
@@ -445,6 +453,7 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "all", no_argument, NULL, OPT_ALL },
 		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
 		{ "unload-on-exit", no_argument, NULL, OPT_UNLOAD_ON_EXIT },
+		{ "stay", no_argument, NULL, OPT_STAY },
 		{ "iface", required_argument, NULL, OPT_IFACE },
 		{ "type", required_argument, NULL, OPT_TYPE },
 		{ "log-events", required_argument, NULL, OPT_LOG_EVENTS },
@@ -574,6 +583,11 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			}
 			break;
 		}
+		case OPT_LOCAL_ROUTES: /* a value, not a flag: a ConfigMap can carry it */
+			if (strcmp(arg, "on") && strcmp(arg, "off"))
+				return fail(err, errlen, "--local-routes: '%s' is not on or off", arg);
+			o->local_routes = !strcmp(arg, "on");
+			break;
 		case OPT_ALLOW_BLOCKING:
 			o->allow_blocking = 1;
 			break;
@@ -652,9 +666,12 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		case OPT_METRICS_ADDR:
 			if (strlen(arg) >= sizeof(o->metrics_addr) || !valid_listen_addr(arg))
 				return fail(err, errlen,
-					    "--metrics-addr: '%s' is not ADDR:PORT (e.g. 127.0.0.1:9435, [::1]:9435)",
+					    "--metrics-addr: '%s' is not ADDR:PORT (e.g. 127.0.0.1:19435, [::1]:19435)",
 					    arg);
 			strcpy(o->metrics_addr, arg);
+			break;
+		case OPT_STAY:
+			o->stay = 1;
 			break;
 		case OPT_UNLOAD_ON_EXIT:
 			o->unload_on_exit = 1;

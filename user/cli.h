@@ -39,7 +39,7 @@ enum lism_cmd {
 #define LISM_MAX_CIDRS 64
 #define LISM_MAX_PORTS 64
 #define LISM_DEFAULT_UNLOAD_TIMEOUT 30
-#define LISM_DEFAULT_METRICS_ADDR "127.0.0.1:9435"
+#define LISM_DEFAULT_METRICS_ADDR "127.0.0.1:19435"
 #define LISM_DEFAULT_LOG_INTERVAL 60 /* seconds: lism run's summary line */
 #define LISM_MAX_LOG_INTERVAL 86400
 /* lism run logs no event unless told (its summary counts them), so that lism events can follow them */
@@ -96,6 +96,7 @@ struct lism_opts {
 	struct lism_cidr local_cidrs[LISM_MAX_CIDRS];
 	int n_exclude_cidrs;
 	struct lism_cidr exclude_cidrs[LISM_MAX_CIDRS];
+	int local_routes; /* --local-routes on: this node's pods and addresses from its routes (routes.h) */
 	int n_exclude_ports;
 	__u16 exclude_ports[LISM_MAX_PORTS];
 	int n_include_ports;
@@ -114,6 +115,8 @@ struct lism_opts {
 	unsigned int log_interval_s; /* the summary line; 0: none */
 	char metrics_addr[64];
 	int unload_on_exit;
+	/* unload: once done (or nothing was loaded), wait for SIGTERM (a cleanup DaemonSet's pod) */
+	int stay;
 	/* xdp, run: comma-separated interface globs for the veth fast path ("" = off) */
 	char xdp_ifaces[256];
 	enum lism_xdp_action xdp_action;

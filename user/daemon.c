@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * lism run: the foreground daemon for systemd or a Kubernetes DaemonSet.
- * Loads lism (or adopts the instance already pinned), serves Prometheus
- * metrics and /healthz over HTTP (libmicrohttpd, its own thread), logs
- * lifecycle events, and exits cleanly on SIGTERM/SIGINT.  lism keeps
- * working while the daemon is gone; it is only unloaded with
- * --unload-on-exit.
+ * Serves Prometheus metrics, /healthz (readiness) and /livez (liveness)
+ * over HTTP (libmicrohttpd, its own thread) from the start, then loads lism
+ * (or adopts the instance already pinned, applying its own settings where
+ * the instance can take them).  Where lism cannot load, the daemon stays
+ * up, not ready, says why, and tries again later: an optional accelerator
+ * must not crash-loop on nodes it cannot accelerate.  With --local-routes
+ * it keeps the scope on this node's pods as they come and go (routes.h);
+ * it logs summaries and lifecycle events, and exits cleanly on
+ * SIGTERM/SIGINT.  lism keeps working while the daemon is gone; it is only
+ * unloaded with --unload-on-exit.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,19 +30,42 @@
 #include "device.h"
 #include "events.h"
 #include "fastpath.h"
+#include "feature.h"
 #include "loader.h"
 #include "log.h"
 #include "metrics.h"
 #include "pins.h"
+#include "probe.h"
+#include "routes.h"
+#include "settings.h"
 #include "signals.h"
 #include "summary.h"
 
 #define XDP_RESCAN_S 2
 #define LOG_EVENTS_PER_S 100 /* a busy node's log stays readable; lism events shows everything */
 
+/* Where the daemon stands with the instance: what /healthz and /metrics tell. */
+enum run_state {
+	RUN_LOADING, /* the first load or adoption is under way */
+	RUN_READY,   /* loaded or adopted: lism runs on this node */
+	RUN_IDLE,    /* it could not: the reason is kept, a new attempt is due at next_attempt */
+};
+
+static const char *const run_state_names[] = { "loading", "ready", "idle" };
+
 struct http_ctx {
 	const char *pin_path;
-	/* /metrics reads at most once a second, whatever scrapes and probes do */
+	/* shared with the main thread: under lock */
+	pthread_mutex_t lock;
+	enum run_state state;
+	char reason[512];          /* RUN_IDLE: why (the load's first error) */
+	struct lism_feature_state probed[LISM_F_MAX]; /* RUN_IDLE: the probe's verdicts */
+	double next_attempt;       /* RUN_IDLE: mono s */
+	unsigned long long attempts, failures;
+	char not_applied[128];     /* settings the adopted instance kept (settings.h) */
+	int route_entries;         /* --local-routes: the scope's entries from routes; -1: off */
+	double heartbeat;          /* mono s: the main loop's last turn */
+	/* the HTTP thread's own: /metrics reads at most once a second */
 	struct lism_snapshot cached;
 	double cached_at;
 	int cached_ok;
@@ -124,9 +153,105 @@ static int healthy(const char *pin_path, const char **why)
 	return 1;
 }
 
+#define LIVEZ_STALE_S 60.0 /* the main loop turns at least every HEARTBEAT_S */
+#define HEARTBEAT_S 10.0
+
+/* The daemon's own figures, whatever the instance's state. */
+static void daemon_metrics(FILE *f, struct http_ctx *ctx)
+{
+	fprintf(f, "# HELP lism_up 1 if lism is loaded and attached on this node (the pod is ready); 0 if "
+		   "not: lism_not_running_info says why.\n# TYPE lism_up gauge\nlism_up %d\n",
+		ctx->state == RUN_READY);
+	fprintf(f, "# HELP lism_daemon_state The daemon's state: loading, ready, or idle (lism could not "
+		   "load; it tries again).\n# TYPE lism_daemon_state gauge\n");
+	for (int i = 0; i <= RUN_IDLE; i++)
+		fprintf(f, "lism_daemon_state{state=\"%s\"} %d\n", run_state_names[i], (int)ctx->state == i);
+	fprintf(f, "# HELP lism_load_attempts_total Loads or adoptions the daemon tried.\n"
+		   "# TYPE lism_load_attempts_total counter\nlism_load_attempts_total %llu\n",
+		ctx->attempts);
+	fprintf(f, "# HELP lism_load_failures_total Of those, the ones that failed.\n"
+		   "# TYPE lism_load_failures_total counter\nlism_load_failures_total %llu\n",
+		ctx->failures);
+	if (ctx->state == RUN_IDLE) {
+		fprintf(f, "# HELP lism_not_running_info Why lism does not run on this node.\n"
+			   "# TYPE lism_not_running_info gauge\nlism_not_running_info{reason=\"");
+		for (const char *p = ctx->reason; *p; p++) /* label value escapes */
+			fprintf(f, *p == '"' ? "\\\"" : *p == '\\' ? "\\\\" : *p == '\n' ? "\\n" : "%c", *p);
+		fprintf(f, "\"} 1\n");
+	}
+	if (ctx->route_entries >= 0)
+		fprintf(f, "# HELP lism_scope_route_entries Prefixes in scope because this node routes them to a "
+			   "local veth or its own address (--local-routes).\n# TYPE lism_scope_route_entries gauge\n"
+			   "lism_scope_route_entries %d\n", ctx->route_entries);
+	fprintf(f, "# HELP lism_settings_not_applied 1 for each setting of this daemon the adopted instance "
+		   "kept its own value of (fixed at load): the log says which values.\n"
+		   "# TYPE lism_settings_not_applied gauge\n");
+	for (size_t i = 0; i < lism_n_settings_names; i++) {
+		const char *n = lism_settings_names[i], *hit = strstr(ctx->not_applied, n);
+		size_t l = strlen(n);
+		int on = hit && (hit == ctx->not_applied || hit[-1] == ',') && (hit[l] == ',' || !hit[l]);
+
+		fprintf(f, "lism_settings_not_applied{setting=\"%s\"} %d\n", n, on);
+	}
+}
+
+/* /healthz while lism does not run: the state, the reason, what the probe found. */
+static char *not_ready_text(struct http_ctx *ctx, double now)
+{
+	char *body = NULL, line[512];
+	size_t len = 0;
+	FILE *f = open_memstream(&body, &len);
+
+	if (!f)
+		return NULL;
+	if (ctx->state == RUN_LOADING) {
+		fprintf(f, "loading: lism is being loaded (or adopted) on this node\n");
+	} else {
+		fprintf(f, "not running: %s\n", ctx->reason);
+		fprintf(f, "next attempt in %.0f s (attempt %llu failed)\n",
+			ctx->next_attempt > now ? ctx->next_attempt - now : 0, ctx->failures);
+		for (int i = 0; i < LISM_F_MAX; i++) {
+			if (ctx->probed[i].cause != LISM_FC_KERNEL)
+				continue;
+			lism_feature_off_line(i, &ctx->probed[i], line, sizeof(line));
+			fprintf(f, "probe: %s\n", line);
+		}
+	}
+	fclose(f);
+	return body;
+}
+
+/* /healthz while it runs: "ok", and the optional parts that are off. */
+static char *ready_text(const char *pin_path)
+{
+	struct lism_feature_state st[LISM_F_MAX];
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&body, &len);
+	int off = 0;
+
+	if (!f)
+		return NULL;
+	fprintf(f, "ok\n");
+	if (!lism_features_read(pin_path, st)) {
+		for (int i = 0; i < LISM_F_MAX; i++) {
+			if (lism_feature_enabled(&st[i]))
+				continue;
+			fprintf(f, "%s %s", off++ ? "," : "off (optional; lism status says why):",
+				lism_feature_info(i)->name);
+		}
+		if (off)
+			fprintf(f, "\n");
+	}
+	fclose(f);
+	return body;
+}
+
 /*
  * Requests are served by MHD's single internal thread, one at a time: the
- * cache is only ever touched there.
+ * cache is only ever touched there; the state is shared, under ctx->lock.
+ * /livez: the daemon lives (its loop turns).  /healthz (or /readyz): lism
+ * runs on this node, or why not.  /metrics: both, and the instance's.
  */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload,
@@ -137,6 +262,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	char *body = NULL;
 	__u64 xdp[LISM_XDP_STAT_MAX];
 	size_t len = 0;
+	double now = lism_mono_s();
+	int running;
 	FILE *f;
 
 	(void)version;
@@ -145,25 +272,58 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)con_cls;
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET\n");
-	if (!strcmp(url, "/healthz")) {
+	if (!strcmp(url, "/livez")) {
+		double age;
+
+		pthread_mutex_lock(&ctx->lock);
+		age = now - ctx->heartbeat;
+		pthread_mutex_unlock(&ctx->lock);
+		return age > LIVEZ_STALE_S ?
+			       reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the daemon's loop has stopped turning\n") :
+			       reply_text(c, MHD_HTTP_OK, "ok\n");
+	}
+	if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz")) {
+		pthread_mutex_lock(&ctx->lock);
+		if (ctx->state != RUN_READY) {
+			body = not_ready_text(ctx, now);
+			pthread_mutex_unlock(&ctx->lock);
+			return body ? reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", body,
+					    strlen(body)) : MHD_NO;
+		}
+		pthread_mutex_unlock(&ctx->lock);
 		if (!healthy(ctx->pin_path, &why))
 			return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, why);
-		return reply_text(c, MHD_HTTP_OK, "ok\n");
+		body = ready_text(ctx->pin_path);
+		return body ? reply(c, MHD_HTTP_OK, "text/plain; charset=utf-8", body, strlen(body)) : MHD_NO;
 	}
 	if (strcmp(url, "/metrics"))
-		return reply_text(c, MHD_HTTP_NOT_FOUND, "try /metrics or /healthz\n");
-	if (!ctx->cached_ok || lism_mono_s() - ctx->cached_at >= 1.0) {
-		ctx->cached_ok = !snapshot(ctx->pin_path, &ctx->cached);
-		ctx->cached_at = lism_mono_s();
-	}
-	if (!ctx->cached_ok)
-		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "lism instance unreadable\n");
+		return reply_text(c, MHD_HTTP_NOT_FOUND, "try /metrics, /healthz or /livez\n");
 	f = open_memstream(&body, &len);
 	if (!f)
 		return MHD_NO;
-	lism_metrics_write(f, &ctx->cached, LISM_VERSION);
-	if (!lism_fastpath_stats(ctx->pin_path, xdp))
-		lism_metrics_write_xdp(f, xdp);
+	pthread_mutex_lock(&ctx->lock);
+	daemon_metrics(f, ctx);
+	if (ctx->state != RUN_READY) {
+		struct lism_feature_state none[LISM_F_MAX] = { 0 };
+
+		/* nothing runs: every part 0 (the probe's verdicts are on /healthz) */
+		for (int i = 0; i < LISM_F_MAX; i++)
+			none[i].status = LISM_FS_OFF;
+		lism_features_metrics(f, none);
+	}
+	running = ctx->state == RUN_READY;
+	pthread_mutex_unlock(&ctx->lock);
+	if (running) {
+		if (!ctx->cached_ok || now - ctx->cached_at >= 1.0) {
+			ctx->cached_ok = !snapshot(ctx->pin_path, &ctx->cached);
+			ctx->cached_at = now;
+		}
+		if (ctx->cached_ok) {
+			lism_metrics_write(f, &ctx->cached, LISM_VERSION);
+			if (!lism_fastpath_stats(ctx->pin_path, xdp))
+				lism_metrics_write_xdp(f, xdp);
+		}
+	}
 	fclose(f);
 	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }
@@ -234,8 +394,15 @@ static int adopt_or_load(const struct lism_opts *o, int *loaded)
 		ret = LISM_EXIT_OK;
 		goto out;
 	}
-	if (err || d.layout != LISM_LAYOUT_VERSION) {
-		lism_err("the pins at %s are not of this lism's layout", o->pin_path);
+	if (err) {
+		lism_err("reading the device pinned at %s failed: %s", o->pin_path, strerror(-err));
+		ret = LISM_EXIT_STATE;
+		goto out;
+	}
+	if (d.layout != LISM_LAYOUT_VERSION) {
+		lism_err("the instance pinned at %s has pin layout %u, this lism %u: remove it with the "
+			 "release that loaded it ('lism unload'; on Kubernetes its cleanup DaemonSet)",
+			 o->pin_path, d.layout, LISM_LAYOUT_VERSION);
 		ret = LISM_EXIT_STATE;
 		goto out;
 	}
@@ -381,25 +548,149 @@ static void earliest(double *next, int *have, double t)
 	*have = 1;
 }
 
+/* The first wait after a failed attempt, doubled each time up to the last. */
+#define RETRY_FIRST_S 10.0
+#define RETRY_MAX_S 300.0
+
+static void beat(struct http_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	ctx->heartbeat = lism_mono_s();
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/*
+ * One attempt to load or adopt.  On success RUN_READY (and an adopted
+ * instance takes this daemon's settings where it can); on failure
+ * RUN_IDLE with the first error as the reason, the probe's verdicts, and
+ * the next attempt after a doubling wait: a node lism cannot run on keeps
+ * a running, not ready pod that says why, instead of a crash loop.
+ */
+static int attempt(const struct lism_opts *o, struct http_ctx *ctx, int *loaded)
+{
+	static struct lism_feature_state probed[LISM_F_MAX];
+	struct lism_probe probe = { 0 };
+	char na[sizeof(ctx->not_applied)] = "", missing[LISM_FEATURE_WHY_LEN], reason[sizeof(ctx->reason)];
+	double wait;
+	int ret, err;
+
+	lism_err_keep_first(1);
+	ret = adopt_or_load(o, loaded);
+	lism_err_keep_first(0);
+	if (!ret && !*loaded) {
+		err = lism_settings_reconcile(o, na, sizeof(na));
+		if (err)
+			lism_err("applying this daemon's settings to the adopted instance failed: %s; it keeps "
+				 "its own", strerror(-err));
+		else if (na[0])
+			printf("lism: settings the adopted instance keeps (lism_settings_not_applied): %s\n", na);
+	}
+	fflush(stdout);
+	pthread_mutex_lock(&ctx->lock);
+	ctx->attempts++;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!ret) {
+		pthread_mutex_lock(&ctx->lock);
+		snprintf(ctx->not_applied, sizeof(ctx->not_applied), "%s", na);
+		ctx->state = RUN_READY;
+		pthread_mutex_unlock(&ctx->lock);
+		return 0;
+	}
+	snprintf(reason, sizeof(reason), "%s", lism_err_first()[0] ? lism_err_first() : "the load failed");
+	memset(probed, 0, sizeof(probed));
+	if (!lism_probe_run(&probe)) {
+		for (int f = 0; f < LISM_F_MAX; f++)
+			if (lism_probe_missing(&probe, f, missing, sizeof(missing)))
+				lism_feature_off(&probed[f], LISM_FC_KERNEL, "the kernel lacks %s", missing);
+		lism_probe_free(&probe);
+	}
+	pthread_mutex_lock(&ctx->lock);
+	wait = RETRY_FIRST_S;
+	for (unsigned long long i = 0; i < ctx->failures && wait < RETRY_MAX_S; i++)
+		wait *= 2;
+	if (wait > RETRY_MAX_S)
+		wait = RETRY_MAX_S;
+	ctx->failures++;
+	ctx->next_attempt = lism_mono_s() + wait;
+	memcpy(ctx->probed, probed, sizeof(probed));
+	/* said once per reason: a node that cannot run lism logs it once, not every few minutes */
+	if (strcmp(ctx->reason, reason))
+		printf("lism: not running on this node: %s; the daemon stays up (not ready) and tries "
+		       "again, first in %.0f s\n", reason, wait);
+	snprintf(ctx->reason, sizeof(ctx->reason), "%s", reason);
+	ctx->state = RUN_IDLE;
+	pthread_mutex_unlock(&ctx->lock);
+	fflush(stdout);
+	return ret;
+}
+
+/*
+ * --local-routes on: the scope follows the node's routes (routes.h) from
+ * now on; off: an adopted instance drops the entries an earlier daemon
+ * added.  A failure is said and retried at the next change: the scope
+ * then stays as it was (never wider than the routes were).
+ */
+static int routes_start(const struct lism_opts *o, struct http_ctx *ctx, struct lism_routes **r, int *scope_fd)
+{
+	struct lism_routes_stats st = { 0 };
+	int err;
+
+	*scope_fd = lism_pin_open(o->pin_path, "scope");
+	if (*scope_fd < 0) {
+		lism_err("opening the scope map failed: %s", strerror(-*scope_fd));
+		return LISM_EXIT_FAIL;
+	}
+	if (!o->local_routes) {
+		err = lism_routes_forget(*scope_fd);
+		if (err > 0)
+			printf("lism: scope: %d entries from routes removed (--local-routes off)\n", err);
+		close(*scope_fd);
+		*scope_fd = -1;
+		return 0;
+	}
+	err = lism_routes_open(r);
+	if (err) {
+		lism_err("following the routes failed: %s", strerror(-err));
+		close(*scope_fd);
+		*scope_fd = -1;
+		return LISM_EXIT_FAIL;
+	}
+	err = lism_routes_sync(*r, *scope_fd, &st);
+	if (err < 0)
+		lism_err("reading the routes failed: %s; trying again at the next change", strerror(-err));
+	else
+		printf("lism: scope: %d prefixes of this node from its routes (followed as they change)\n",
+		       st.entries);
+	pthread_mutex_lock(&ctx->lock);
+	ctx->route_entries = err < 0 ? 0 : st.entries;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
 int lism_cmd_run(const struct lism_opts *o)
 {
 	static struct http_ctx ctx; /* large (a snapshot); lives as long as the HTTP thread */
 	static struct lism_snapshot prev;
 	struct lism_events_opts eo = { .json = o->json, .types = o->event_types, .max_per_s = LOG_EVENTS_PER_S };
 	struct lism_events *ev = NULL;
+	struct lism_routes *routes = NULL;
 	struct MHD_Daemon *http = NULL;
 	struct sockaddr_storage sa;
-	struct pollfd p[2];
-	int ret, sfd = -1, stop = 0, loaded = 0, started = 0, have_prev = 0;
+	struct pollfd p[3];
+	int ret, sfd = -1, scope_fd = -1, routes_failed = 0, stop = 0, loaded = 0, started = 0, have_prev = 0, ready = 0;
 	enum follow follow = FOLLOWING;
 	int xdp_on = !!o->xdp_ifaces[0];
-	double now, last_summary, last_xdp;
+	double now, last_summary = 0, last_xdp = 0;
 	char types[128];
 
 	log_out = stdout;
 	if (o->json && (ret = json_log_setup())) {
 		lism_err("setting up the JSON log failed: %s", strerror(-ret));
 		return LISM_EXIT_FAIL;
+	}
+	if (parse_addr(o->metrics_addr, &sa)) {
+		lism_err("--metrics-addr %s is not ADDR:PORT", o->metrics_addr);
+		return LISM_EXIT_USAGE;
 	}
 	/* blocked before anything else: a SIGTERM during the load waits until it is whole */
 	sfd = lism_stop_signals_fd();
@@ -408,17 +699,12 @@ int lism_cmd_run(const struct lism_opts *o)
 		return LISM_EXIT_FAIL;
 	}
 	memset(&ctx, 0, sizeof(ctx));
+	pthread_mutex_init(&ctx.lock, NULL);
 	ctx.pin_path = o->pin_path;
-	ret = adopt_or_load(o, &loaded);
-	if (ret) {
-		close(sfd);
-		return ret;
-	}
-	if (parse_addr(o->metrics_addr, &sa)) {
-		lism_err("--metrics-addr %s is not ADDR:PORT", o->metrics_addr);
-		ret = LISM_EXIT_USAGE;
-		goto out;
-	}
+	ctx.state = RUN_LOADING;
+	ctx.heartbeat = lism_mono_s();
+	ctx.route_entries = -1;
+	/* served from the start: /livez answers while the verifier works, /healthz says "loading" */
 	http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
 					(sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				0, NULL, NULL, on_request, &ctx, MHD_OPTION_SOCK_ADDR, &sa,
@@ -427,43 +713,59 @@ int lism_cmd_run(const struct lism_opts *o)
 	if (!http) {
 		lism_err("serving metrics on %s failed (address in use, or not local?)", o->metrics_addr);
 		lism_hint("choose another --metrics-addr");
-		ret = LISM_EXIT_FAIL;
-		goto out;
+		close(sfd);
+		return LISM_EXIT_FAIL;
 	}
-	/* the BPF programs emit only the events somebody follows (abi.h) */
-	ret = o->event_types ? follow_events(o->pin_path, &eo, &ev, &follow, 1) : 0;
-	if (ret)
-		goto out;
-	if (xdp_on && fastpath_rescan(o) == -EPERM)
-		xdp_on = 0; /* said why (CAP_SYS_ADMIN); retrying would only repeat it */
-	if (o->log_interval_s)
-		log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);
 	lism_event_types_format(o->event_types, types, sizeof(types));
-	printf("lism: running; metrics at http://%s/metrics, health at /healthz; logging events: %s",
-	       o->metrics_addr, types);
-	if (o->log_interval_s)
-		printf(", a summary every %u s\n", o->log_interval_s);
-	else
-		printf("\n");
+	printf("lism: serving metrics at http://%s/metrics, readiness at /healthz, liveness at /livez\n",
+	       o->metrics_addr);
 	fflush(stdout);
-	started = 1;
-	last_xdp = last_summary = lism_mono_s();
 	p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = -1, .events = POLLIN };
+	p[2] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	while (!stop) {
-		/* until the next of: the events' tick, the XDP rescan, the summary (overdue: 0) */
-		double next = 0;
-		int n, have = 0;
+		/* until the next of: a heartbeat, a load attempt, the events' tick, the XDP rescan, the summary */
+		double next;
+		int n, have = 1;
 
 		now = lism_mono_s();
-		if (o->event_types)
+		beat(&ctx);
+		next = now + HEARTBEAT_S;
+		if (!ready && (ctx.state == RUN_LOADING || now >= ctx.next_attempt)) {
+			if (attempt(o, &ctx, &loaded))
+				continue; /* idle until ctx.next_attempt */
+			ready = 1;
+			ret = routes_start(o, &ctx, &routes, &scope_fd);
+			if (ret)
+				goto out;
+			/* the BPF programs emit only the events somebody follows (abi.h) */
+			ret = o->event_types ? follow_events(o->pin_path, &eo, &ev, &follow, 1) : 0;
+			if (ret)
+				goto out;
+			if (xdp_on && fastpath_rescan(o) == -EPERM)
+				xdp_on = 0; /* said why (CAP_SYS_ADMIN); retrying would only repeat it */
+			if (o->log_interval_s)
+				log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);
+			printf("lism: running; logging events: %s", types);
+			if (o->log_interval_s)
+				printf(", a summary every %u s\n", o->log_interval_s);
+			else
+				printf("\n");
+			fflush(stdout);
+			started = 1;
+			last_xdp = last_summary = now = lism_mono_s();
+		}
+		if (!ready)
+			earliest(&next, &have, ctx.next_attempt);
+		if (ready && o->event_types)
 			earliest(&next, &have, now + LISM_EVENTS_TICK_MS / 1000.0);
-		if (xdp_on)
+		if (ready && xdp_on)
 			earliest(&next, &have, last_xdp + XDP_RESCAN_S);
-		if (o->log_interval_s)
+		if (ready && o->log_interval_s)
 			earliest(&next, &have, last_summary + o->log_interval_s);
 		p[1].fd = ev ? lism_events_fd(ev) : -1;
-		n = poll(p, 2, !have ? -1 : next <= now ? 0 : (int)((next - now) * 1000) + 1);
+		p[2].fd = routes ? lism_routes_fd(routes) : -1;
+		n = poll(p, 3, next <= now ? 0 : (int)((next - now) * 1000) + 1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -472,7 +774,7 @@ int lism_cmd_run(const struct lism_opts *o)
 			goto out;
 		}
 		now = lism_mono_s();
-		if (o->event_types && !ev)
+		if (ready && o->event_types && !ev)
 			follow_events(o->pin_path, &eo, &ev, &follow, 0);
 		if (ev && (n = lism_events_consume(ev)) < 0) {
 			lism_err("reading the events failed: %s; following them anew", strerror(-n));
@@ -480,14 +782,28 @@ int lism_cmd_run(const struct lism_opts *o)
 			ev = NULL;
 			follow = FAILING;
 		}
+		/* pods come and go: their routes widen or narrow the scope */
+		if (routes && (p[2].revents || routes_failed)) {
+			struct lism_routes_stats st = { 0 };
+
+			n = lism_routes_sync(routes, scope_fd, &st);
+			if (n < 0 && !routes_failed)
+				lism_err("following the routes failed: %s; trying again", strerror(-n));
+			routes_failed = n < 0;
+			if (n >= 0) {
+				pthread_mutex_lock(&ctx.lock);
+				ctx.route_entries = st.entries;
+				pthread_mutex_unlock(&ctx.lock);
+			}
+		}
 		/* pods come and go: new veths matching --iface get the fast path */
-		if (xdp_on && now - last_xdp >= XDP_RESCAN_S) {
+		if (ready && xdp_on && now - last_xdp >= XDP_RESCAN_S) {
 			if (fastpath_rescan(o) == -EPERM)
 				xdp_on = 0;
 			last_xdp = now;
 			fflush(stdout);
 		}
-		if (o->log_interval_s && now - last_summary >= o->log_interval_s)
+		if (ready && o->log_interval_s && now - last_summary >= o->log_interval_s)
 			log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
@@ -504,11 +820,14 @@ int lism_cmd_run(const struct lism_opts *o)
 out:
 	if (http)
 		MHD_stop_daemon(http);
+	lism_routes_close(routes);
+	if (scope_fd >= 0)
+		close(scope_fd);
 	lism_events_close(ev);
 	if (sfd >= 0)
 		close(sfd);
 	fflush(stdout);
-	if (ret == LISM_EXIT_OK && o->unload_on_exit) {
+	if (ret == LISM_EXIT_OK && ready && o->unload_on_exit) {
 		ret = lism_cmd_unload(o);
 	} else if (!started && loaded) {
 		/* it never ran: do not leave behind what this failed start loaded */
@@ -517,8 +836,10 @@ out:
 		u.timeout_s = 0;
 		u.force = 1;
 		lism_cmd_unload(&u);
-	} else if (ret == LISM_EXIT_OK) {
+	} else if (ret == LISM_EXIT_OK && ready) {
 		printf("lism: left loaded at %s (the data path keeps working)\n", o->pin_path);
+	} else if (ret == LISM_EXIT_OK) {
+		printf("lism: stopped; lism was not running on this node\n");
 	}
 	return ret;
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,7 +33,9 @@
 #include "optional.h"
 #include "pins.h"
 #include "probe.h"
+#include "routes.h"
 #include "scope.h"
+#include "signals.h"
 #include "lism.skel.h"
 
 #define BPFFS_DEFAULT "/sys/fs/bpf"
@@ -655,6 +658,15 @@ int lism_cmd_load(const struct lism_opts *o)
 	if (!err)
 		err = lism_scope_fill(bpf_map__fd(skel->maps.scope), o->local_cidrs, o->n_local_cidrs,
 				      o->exclude_cidrs, o->n_exclude_cidrs, &n_scope);
+	if (!err && o->local_routes) {
+		/* once, at load: lism run follows them (routes.h) */
+		int n = lism_routes_fill_once(bpf_map__fd(skel->maps.scope));
+
+		if (n < 0)
+			err = n;
+		else
+			n_scope += n;
+	}
 	if (err) {
 		lism_err("initialising the maps failed: %s", strerror(-err));
 		goto cleanup;
@@ -856,4 +868,37 @@ out:
 	if (lockfd >= 0)
 		close(lockfd);
 	return ret;
+}
+
+/*
+ * lism unload --stay, a cleanup DaemonSet's container: unload (nothing
+ * pinned counts as done), then wait for SIGTERM, so the pod stays Running
+ * and Ready once its node is clean.  A failed unload exits with its code
+ * and the kubelet's restarts try again.
+ */
+int lism_cmd_unload_stay(const struct lism_opts *o)
+{
+	struct signalfd_siginfo si;
+	struct stat st;
+	int ret, sfd;
+
+	if (stat(o->pin_path, &st) && errno == ENOENT) {
+		printf("lism: nothing is pinned at %s: nothing to remove\n", o->pin_path);
+		ret = LISM_EXIT_OK;
+	} else {
+		ret = lism_cmd_unload(o);
+	}
+	if (ret)
+		return ret;
+	sfd = lism_stop_signals_fd();
+	if (sfd < 0) {
+		lism_err("signalfd failed: %s", strerror(-sfd));
+		return LISM_EXIT_FAIL;
+	}
+	printf("lism: done; staying until stopped (--stay)\n");
+	fflush(stdout);
+	while (read(sfd, &si, sizeof(si)) < 0 && errno == EINTR)
+		;
+	close(sfd);
+	return LISM_EXIT_OK;
 }

@@ -31,7 +31,7 @@ int main(int argc, char **argv)
 	case LISM_CMD_LOAD:
 		return lism_cmd_load(&o);
 	case LISM_CMD_UNLOAD:
-		return lism_cmd_unload(&o);
+		return o.stay ? lism_cmd_unload_stay(&o) : lism_cmd_unload(&o);
 	case LISM_CMD_STATUS:
 		return lism_cmd_status(&o);
 	case LISM_CMD_CONNS:

@@ -9,6 +9,24 @@
 #define LISM_SCOPE_H
 
 #include "cli.h"
+#include "lism/abi.h"
+
+struct lism_scope_entry {
+	struct lism_scope_key key;
+	__u8 value; /* LISM_SCOPE_* */
+};
+
+/*
+ * The configured entries, as lism_scope_fill() writes them (a malloc'd
+ * array into @out): loopback, this namespace's addresses now, @local, then
+ * @exclude (an exclusion of a local entry's prefix replaces it).  0 or -errno.
+ */
+int lism_scope_entries(const struct lism_cidr *local, int n_local, const struct lism_cidr *exclude,
+		       int n_exclude, struct lism_scope_entry **out, int *n_out);
+/* Every entry of the scope map @fd (a malloc'd array into @out).  0 or -errno. */
+int lism_scope_read(int fd, struct lism_scope_entry **out, int *n_out);
+/* An IPv4 prefix in its IPv4-mapped form. */
+int lism_scope_key_is_v4(const struct lism_scope_key *k);
 
 /*
  * Fill the pinned scope map @fd; @n_out gets the number of entries.  The

@@ -205,6 +205,15 @@ struct lism_scope_key {
 };
 #define LISM_SCOPE_LOCAL 1
 #define LISM_SCOPE_EXCLUDE 2
+/*
+ * Local because the node's routes say so (user/routes.h): written and
+ * removed by the control plane following the routing table, never over an
+ * entry of another value.  The programs test the LOCAL bit, so it counts as
+ * local; a program older than it compares "== LISM_SCOPE_LOCAL" and simply
+ * does not propose to these destinations (safe: TCP as without lism), so
+ * the pin layout is unchanged.
+ */
+#define LISM_SCOPE_ROUTE (LISM_SCOPE_LOCAL | 4)
 
 enum lism_event_type {
 	LISM_EV_CONFIRM = 1,

@@ -31,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (o.pin_path[0] != '/' || o.max_dmbs < 1 || o.max_dmbs > LISM_MAX_DMBS_LIMIT ||
 		    o.dmb_size < LISM_MIN_DMB_SIZE || o.dmb_size > LISM_MAX_DMB_SIZE ||
 		    o.n_local_cidrs > LISM_MAX_CIDRS || o.n_exclude_ports > LISM_MAX_PORTS ||
-		    o.n_include_ports > LISM_MAX_PORTS || o.timeout_s > 86400)
+		    o.n_include_ports > LISM_MAX_PORTS || o.timeout_s > 86400 ||
+		    (o.local_routes != 0 && o.local_routes != 1))
 			abort();
 		for (int i = 0; i < o.n_local_cidrs; i++)
 			if (o.local_cidrs[i].prefixlen > 128)

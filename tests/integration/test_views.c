@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <arpa/inet.h>
@@ -25,6 +26,7 @@
 
 static struct env e;
 static pid_t child = -1;
+static char later_cgroup[PATH_MAX]; /* a cgroup a test creates below e.cgroup */
 
 static void down(void)
 {
@@ -32,6 +34,11 @@ static void down(void)
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 		child = -1;
+	}
+	if (later_cgroup[0]) {
+		sh("\"$LISM_BIN\" unload --force --timeout 0 --pin-path %s >/dev/null 2>&1", e.pin);
+		rmdir(later_cgroup);
+		later_cgroup[0] = '\0';
 	}
 	env_down(&e);
 }
@@ -999,4 +1006,58 @@ Test(views, sigkill_of_the_daemon_mid_transfer)
 	close(out);
 	close(c);
 	close(s);
+}
+
+/*
+ * A daemon that cannot load stays up and says why (/healthz 503 with the
+ * reason, /metrics lism_up 0, /livez 200), then loads on a later attempt
+ * once it can: here its cgroup appears after the first attempt.
+ */
+Test(views, run_stays_up_until_it_can_load)
+{
+	char buf[8192] = "", body[1 << 16], args[PATH_MAX + 128], url[128];
+	int out, st, port = 29500 + getpid() % 400;
+
+	require_root();
+	env_up(&e, NULL);
+	cr_assert_eq(lism(&e, "unload --timeout 0"), 0);
+	e.loaded = 0;
+	cr_assert_lt(snprintf(later_cgroup, sizeof(later_cgroup), "%.4000s/later", e.cgroup),
+		     (int)sizeof(later_cgroup));
+	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d --cgroup %s --log-interval 0", port,
+		 later_cgroup);
+	child = spawn_lism(args, &out);
+	cr_assert(wait_output(out, buf, sizeof(buf), "tries again, first in 10 s", 5000), "%s", buf);
+	cr_assert(strstr(buf, "not running on this node: --cgroup"), "%s", buf);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/livez", port);
+	cr_assert_eq(curl(url, body, sizeof(body)), 200, "%s", body);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", port);
+	cr_assert_eq(curl(url, body, sizeof(body)), 503, "%s", body);
+	cr_assert(strstr(body, "not running: --cgroup") && strstr(body, "next attempt in"), "%s", body);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+	cr_assert_eq(curl(url, body, sizeof(body)), 200);
+	cr_assert_eq(metric(body, "lism_up"), 0);
+	cr_assert_eq(metric(body, "lism_daemon_state{state=\"idle\"}"), 1);
+	cr_assert_eq(metric(body, "lism_load_failures_total"), 1);
+	cr_assert(strstr(body, "\nlism_not_running_info{reason=\"--cgroup "), "%s", body);
+	cr_assert_eq(access(e.pin, F_OK), -1, "a failed start left pins");
+
+	cr_assert_eq(mkdir(later_cgroup, 0755), 0, "%s", strerror(errno));
+	cr_assert(wait_output(out, buf, sizeof(buf), "running;", 15000), "no second attempt: %s", buf);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", port);
+	cr_assert_eq(curl(url, body, sizeof(body)), 200, "%s", body);
+	cr_assert(!strncmp(body, "ok\n", 3), "%s", body);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+	cr_assert_eq(curl(url, body, sizeof(body)), 200);
+	cr_assert_eq(metric(body, "lism_up"), 1);
+	cr_assert_eq(metric(body, "lism_load_attempts_total"), 2);
+	cr_assert_eq(metric(body, "lism_active"), 1);
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	child = -1;
+	close(out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+	cr_assert_eq(lism(&e, "unload --timeout 5"), 0);
+	cr_assert_eq(rmdir(later_cgroup), 0, "%s", strerror(errno));
+	later_cgroup[0] = '\0';
 }

@@ -135,7 +135,31 @@ Test(cli, operator_commands)
 	cr_assert(o.unload_on_exit);
 	cr_assert_eq(o.max_dmbs, 9);
 	cr_assert_eq(parse("run", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_str_eq(o.metrics_addr, "127.0.0.1:9435");
+	cr_assert_str_eq(o.metrics_addr, "127.0.0.1:19435");
+}
+
+/* --local-routes on|off: load and run only, a value (a ConfigMap's), off by default. */
+Test(cli, local_routes)
+{
+	struct lism_opts o;
+	char err[256];
+
+	cr_assert_eq(parse("load", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_not(o.local_routes, "off by default");
+	cr_assert_eq(parse("load --local-routes on", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert(o.local_routes);
+	cr_assert_eq(parse("run --local-routes=on --local-routes off", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_not(o.local_routes, "the last one counts");
+	cr_assert_eq(parse("run --local-routes=on --local-cidr 10.96.0.0/12", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert(o.local_routes);
+	cr_assert_eq(o.n_local_cidrs, 1, "with --local-cidr beside it");
+	cr_assert_neq(parse("load --local-routes yes", &o, err), LISM_EXIT_OK);
+	cr_assert(strstr(err, "not on or off"), "%s", err);
+	cr_assert_neq(parse("load --local-routes=", &o, err), LISM_EXIT_OK, "an empty ConfigMap value");
+	cr_assert_neq(parse("load --local-routes", &o, err), LISM_EXIT_OK, "needs a value");
+	cr_assert_neq(parse("status --local-routes on", &o, err), LISM_EXIT_OK, "a load option only");
+	cr_assert(strstr(err, "does not apply"), "%s", err);
+	cr_assert_neq(parse("unload --local-routes off", &o, err), LISM_EXIT_OK, "a load option only");
 }
 
 Test(cli, port_policy)
