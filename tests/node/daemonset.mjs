@@ -1,39 +1,69 @@
-// Print how the DaemonSet runs lism, as JSON: the container's command and
-// args with $(VAR) filled from its ConfigMap, its added capabilities, its
-// read-only root, its pid namespace, and its host-path mounts (as podman -v arguments).  The node simulation starts the
-// image with exactly these.  Usage: node daemonset.mjs DIR (needs js-yaml).
+// Print how a DaemonSet of deploy/kubernetes runs its containers, as JSON,
+// for the node simulation to start each one exactly so: per container (init
+// containers first) its image, command and args with $(VAR) filled from its
+// ConfigMap (KEY=VALUE arguments override ConfigMap values, as an edited
+// ConfigMap would), privileges, read-only root, mounts (host path, mount
+// path, read-only, propagation), memory limit, probes' paths and preStop.
+// Usage: node daemonset.mjs DIR NODE_MODULES DAEMONSET_NAME [KEY=VALUE ...]
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 
-const dir = process.argv[2];
-const require = createRequire(path.resolve(process.argv[3] ?? ".") + "/");
+const [dir, modules, name, ...overrides] = process.argv.slice(2);
+const require = createRequire(path.resolve(modules ?? ".") + "/");
 const yaml = require("js-yaml");
 const docs = fs.readdirSync(dir).filter((f) => /\.ya?ml$/.test(f))
   .flatMap((f) => yaml.loadAll(fs.readFileSync(path.join(dir, f), "utf8"))).filter(Boolean);
-const ds = docs.find((d) => d.kind === "DaemonSet");
-const pod = ds.spec.template.spec;
-const c = pod.containers.find((x) => x.name === "lism");
-const env = {};
-for (const ref of c.envFrom ?? []) {
-  const cm = docs.find((d) => d.kind === "ConfigMap" && d.metadata.name === ref.configMapRef?.name);
-  Object.assign(env, cm?.data ?? {});
+const ds = docs.find((d) => d.kind === "DaemonSet" && d.metadata.name === name);
+if (!ds) {
+  console.error(`no DaemonSet ${name} in ${dir}`);
+  process.exit(1);
 }
-for (const e of c.env ?? []) env[e.name] = e.value;
-const fill = (s) => s.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (_, v) => env[v] ?? "");
-// podman -v arguments: HOSTPATH:MOUNTPATH[:ro]
-const mounts = (c.volumeMounts ?? []).map((m) => {
-  const v = pod.volumes.find((x) => x.name === m.name);
-  return `${v?.hostPath?.path}:${m.mountPath}${m.readOnly ? ":ro" : ""}`;
-});
+const pod = ds.spec.template.spec;
+const bytes = (q) => {
+  const m = /^([0-9]+)(Ki|Mi|Gi)?$/.exec(q ?? "");
+  return m ? Number(m[1]) * { undefined: 1, Ki: 1024, Mi: 1 << 20, Gi: 1 << 30 }[m[2]] : 0;
+};
+const container = (c, init) => {
+  const env = {};
+  for (const ref of c.envFrom ?? []) {
+    const cm = docs.find((d) => d.kind === "ConfigMap" && d.metadata.name === ref.configMapRef?.name);
+    Object.assign(env, cm?.data ?? {});
+  }
+  for (const e of c.env ?? []) env[e.name] = e.value;
+  for (const o of overrides) {
+    const i = o.indexOf("=");
+    env[o.slice(0, i)] = o.slice(i + 1);
+  }
+  const fill = (s) => s.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (_, v) => env[v] ?? "");
+  const sc = c.securityContext ?? {};
+  return {
+    name: c.name,
+    init,
+    image: c.image,
+    command: (c.command ?? []).map(fill),
+    args: (c.args ?? []).map(fill),
+    privileged: !!sc.privileged,
+    capsAdd: sc.capabilities?.add ?? [],
+    capsDrop: sc.capabilities?.drop ?? [],
+    readOnlyRootFilesystem: !!sc.readOnlyRootFilesystem,
+    noNewPrivileges: sc.allowPrivilegeEscalation === false,
+    mounts: (c.volumeMounts ?? []).map((m) => ({
+      host: pod.volumes.find((v) => v.name === m.name)?.hostPath?.path,
+      path: m.mountPath,
+      readOnly: !!m.readOnly,
+      propagation: m.mountPropagation ?? "None",
+    })),
+    memoryLimit: bytes(c.resources?.limits?.memory),
+    readiness: c.readinessProbe?.httpGet?.path ?? "",
+    liveness: c.livenessProbe?.httpGet?.path ?? "",
+    startup: c.startupProbe?.httpGet?.path ?? "",
+    preStop: (c.lifecycle?.preStop?.exec?.command ?? []).map(fill),
+  };
+};
 console.log(JSON.stringify({
-  command: (c.command ?? []).map(fill),
-  args: (c.args ?? []).map(fill),
-  capsAdd: c.securityContext?.capabilities?.add ?? [],
-  capsDrop: c.securityContext?.capabilities?.drop ?? [],
-  readOnlyRootFilesystem: !!c.securityContext?.readOnlyRootFilesystem,
-  noNewPrivileges: c.securityContext?.allowPrivilegeEscalation === false,
-  preStop: (c.lifecycle?.preStop?.exec?.command ?? []).map(fill),
   hostPID: !!pod.hostPID,
-  mounts,
+  hostNetwork: !!pod.hostNetwork,
+  containers: [...(pod.initContainers ?? []).map((c) => container(c, true)),
+    ...pod.containers.map((c) => container(c, false))],
 }));

@@ -1,27 +1,34 @@
 #!/usr/bin/env bash
 # Node simulation for the Kubernetes deployment (make test, root).
 #
-# lism runs in its image (make image) exactly as deploy/kubernetes runs it:
-# the DaemonSet container's command and args with the ConfigMap's values,
-# its capabilities (drop ALL, add BPF NET_ADMIN PERFMON), no new privileges,
-# read-only root, host network, the bpffs and cgroup2-root host paths, and
-# the seccomp profile deploy/seccomp/lism.json (podman's default profile
-# allows bpf(2) only with CAP_SYS_ADMIN).  Only the paths are test-private:
-# a cgroup below the cgroup2 root, a pin directory, a metrics port on
-# loopback.
+# lism runs in its image (make image) exactly as deploy/kubernetes runs it,
+# every container of the pod spec in order: the privileged mount-bpffs init
+# container (its Bidirectional mount reaches the "node"), then the lism
+# container with its command and args (ConfigMap values filled), its
+# capabilities (drop ALL, add BPF NET_ADMIN PERFMON), no new privileges,
+# read-only root, memory limit, host paths (HostToContainer) and the seccomp
+# profile deploy/seccomp/lism.json (podman's default profile allows bpf(2)
+# only with CAP_SYS_ADMIN).  Test-private: the node's bpffs (a bpffs the
+# init container mounts on a directory of this run), a cgroup below the
+# cgroup2 root, a metrics port, and the "node" network namespace the
+# containers share (hostNetwork).
 #
-# "Pods" are network namespaces routed through a "node" namespace that does
-# kube-proxy's ClusterIP DNAT.  curl to nginx and redis clients to redis
-# through Service IPs must take the shortcut (counters read inside the
-# container), byte-exact (sha256); a server pod outside lism's cgroup falls
-# back (peer-no-lism); the preStop hook and a stop of the container unload
-# lism and leave no pins, cgroup attachment or BPF links behind.
+# "Pods" are network namespaces routed through the node namespace, which
+# does kube-proxy's ClusterIP DNAT; a second node is a namespace behind an
+# uplink.  curl to nginx and redis clients to redis through Service IPs
+# take the shortcut (counters read inside the container), byte-exact
+# (sha256); a SYN to the other node's pod carries no lism option (while one
+# to a local pod does); a server pod outside lism's cgroup falls back
+# (peer-no-lism).  A lism that cannot load keeps its container running, not
+# ready, saying why.  A restart (rollout) keeps the BPF state and the new
+# container adopts it, applying an edited ConfigMap where it can and saying
+# what it cannot; the cleanup DaemonSet's container then removes lism and
+# leaves no pins, cgroup attachment or BPF programs behind.
 # Prints "N passed, N failed".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
-image=${IMAGE:-localhost/lism:latest}
 passed=0 failed=0
 
 ok() { echo "node-sim: ok: $*"; passed=$((passed + 1)); }
@@ -54,18 +61,23 @@ id=$$
 cgroot=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 cg_name=lism-node-$id
 cg=$cgroot/$cg_name
-pin=/sys/fs/bpf/lism-node-$id
 ctr=lism-node-$id
-libxdp=/sys/fs/bpf/lism-node-$id-libxdp
 port=$((21000 + id % 1000))
-ns_node=ln$id-node ns_a=ln$id-a ns_b=ln$id-b ns_c=ln$id-c
+ns_node=ln$id-node ns_a=ln$id-a ns_b=ln$id-b ns_c=ln$id-c ns_r=ln$id-r
 tmp=$(mktemp -d /tmp/lism-node.XXXXXX)
+# the node's /sys/fs/bpf: a directory of this run, on a shared mount so the
+# init container's Bidirectional mount comes back to it
+bpffs=$tmp/bpffs
+pin_in=/sys/fs/bpf/lism # the DaemonSet's pin path, in the containers
+pin=$bpffs/lism         # the same, seen from the node
+libxdp_in=/sys/fs/bpf/libxdp
 pids=()
 
 cleanup() {
 	# one at a time: podman rm stops at a name that does not exist
-	for c in "$ctr" "$ctr-xdp"; do podman --runtime runc rm -f -t 0 "$c" >/dev/null 2>&1; done
-	rm -rf "$pin-xdp" "$libxdp" 2>/dev/null
+	for c in "$ctr" "$ctr-xdp" "$ctr-init" "$ctr-2" "$ctr-rejected" "$ctr-cleanup"; do
+		podman --runtime runc rm -f -t 0 "$c" >/dev/null 2>&1
+	done
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	sleep 0.2
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
@@ -76,9 +88,13 @@ cleanup() {
 		xargs -r kill -9 <"$cg/cgroup.procs" 2>/dev/null
 		sleep 0.1
 	done
-	[ -e "$pin/device" ] && "$build/lism" unload --force --timeout 0 --pin-path "$pin" >/dev/null 2>&1
-	rm -rf "$pin" 2>/dev/null
-	for ns in "$ns_a" "$ns_b" "$ns_c" "$ns_node"; do ip netns del "$ns" 2>/dev/null; done
+	for p in "$pin" "$bpffs/lism-rejected" "$bpffs/lism-xdp"; do
+		[ -e "$p/device" ] && "$build/lism" unload --force --timeout 0 --pin-path "$p" >/dev/null 2>&1
+	done
+	[ -d "$bpffs/lism-xdp" ] && "$build/lism" xdp detach --pin-path "$bpffs/lism-xdp" >/dev/null 2>&1
+	# the init container's bpffs, then the shared bind mount under it
+	for _ in 1 2 3; do mountpoint -q "$bpffs" && umount -l "$bpffs"; done
+	for ns in "$ns_a" "$ns_b" "$ns_c" "$ns_r" "$ns_node"; do ip netns del "$ns" 2>/dev/null; done
 	[ -d "$cg" ] && rmdir "$cg" 2>/dev/null
 	# podman's cgroups for the containers (--cgroup-parent), in every hierarchy
 	for d in "$cgroot/$ctr-podman" /sys/fs/cgroup/*/"$ctr-podman"; do
@@ -114,51 +130,120 @@ dnat() { # vip:port -> pod:port
 }
 dnat 10.96.0.10:80 10.244.2.2:8080 && dnat 10.96.0.11:6379 10.244.2.2:6379 &&
 	dnat 10.96.0.12:80 10.244.3.2:8080 || { bad "Service DNAT rules"; finish; }
+# another node, behind the uplink: its pods (10.244.9.0/24) routed via its address
+ip netns add "$ns_r" && ip -n "$ns_r" link set lo up &&
+	ip link add up0 netns "$ns_node" type veth peer name eth0 netns "$ns_r" &&
+	ip -n "$ns_node" addr add 192.168.77.1/24 dev up0 && ip -n "$ns_node" link set up0 up &&
+	ip -n "$ns_r" addr add 192.168.77.2/24 dev eth0 && ip -n "$ns_r" link set eth0 up &&
+	ip -n "$ns_r" addr add 10.244.9.2/32 dev lo &&
+	ip -n "$ns_r" route add 10.244.0.0/16 via 192.168.77.1 &&
+	ip -n "$ns_node" route add 10.244.9.0/24 via 192.168.77.2 || { bad "the other node's namespace"; finish; }
 
 # --- lism, as the DaemonSet runs it
-spec=$(node "$here/daemonset.mjs" "$root/deploy/kubernetes" "$build/manifests/node_modules") ||
-	{ bad "reading the DaemonSet"; finish; }
-field() { node -e 'const s=JSON.parse(process.argv[1]); const v=s[process.argv[2]]; console.log(Array.isArray(v) ? v.join("\n") : String(v))' "$spec" "$1"; }
-mapfile -t cmd < <(field command)
-mapfile -t args < <(field args | sed -e "s|^--cgroup=/host/cgroup\$|--cgroup=/host/cgroup/$cg_name|" \
-	-e "s|^--pin-path=.*|--pin-path=$pin|" -e "s|^--metrics-addr=.*|--metrics-addr=127.0.0.1:$port|" \
-	-e "s|^--log-interval=.*|--log-interval=1|")
-mapfile -t prestop < <(field preStop | sed -e "s|^--pin-path=.*|--pin-path=$pin|")
-# never the host's cgroup root or pins: the rewrites above must have taken
-printf '%s\n' "${args[@]}" | grep -qx -- "--cgroup=/host/cgroup/$cg_name" &&
-	printf '%s\n' "${args[@]}" | grep -qx -- "--pin-path=$pin" ||
-	{ bad "the DaemonSet's --cgroup or --pin-path changed form: not rewritten to the test's own"; finish; }
-caps=$(field capsAdd | paste -sd, -)
-# the DaemonSet container's privileges and mounts
-pidns=private
-[ "$(field hostPID)" = true ] && pidns=host
+# The node's bpffs directory: a shared mount point, like the node's /sys/fs/bpf.
+mkdir -p "$bpffs" && mount --bind "$bpffs" "$bpffs" && mount --make-shared "$bpffs" ||
+	{ bad "a shared mount for the node's bpffs"; finish; }
+# The ConfigMap as this node runs it: the Service CIDR (the explicit choice
+# that lets Service traffic take the shortcut) and a summary every second.
+config=(LISM_LOCAL_CIDRS=10.96.0.0/12 LISM_LOG_INTERVAL=1)
+spec_of() { # directory, DaemonSet name, ConfigMap overrides...
+	node "$here/daemonset.mjs" "$1" "$build/manifests/node_modules" "${@:2}"
+}
+spec=$(spec_of "$root/deploy/kubernetes" lism "${config[@]}") || { bad "reading the DaemonSet"; finish; }
+# podman arguments for container $2 ("init" = the first init container, or a name) of spec $1:
+# one per line; the node's host paths mapped to this run's
+podman_args() {
+	node -e '
+		const [spec, which, bpffs, cgroot, seccomp] = process.argv.slice(1);
+		const s = JSON.parse(spec);
+		const c = which === "init" ? s.containers.find((x) => x.init) : s.containers.find((x) => x.name === which);
+		if (!c) process.exit(1);
+		const out = [];
+		out.push(s.hostPID ? "--pid=host" : "--pid=private");
+		if (c.privileged) out.push("--privileged");
+		else {
+			out.push("--security-opt", `seccomp=${seccomp}`);
+			if (c.capsDrop.includes("ALL")) out.push("--cap-drop", "ALL");
+			if (c.capsAdd.length) out.push("--cap-add", c.capsAdd.join(","));
+		}
+		if (c.noNewPrivileges) out.push("--security-opt", "no-new-privileges");
+		if (c.readOnlyRootFilesystem) out.push("--read-only");
+		if (c.memoryLimit) out.push(`--memory=${c.memoryLimit}`);
+		const prop = { Bidirectional: ",rshared", HostToContainer: ",rslave", None: "" };
+		for (const m of c.mounts) {
+			const host = m.host === "/sys/fs/bpf" ? bpffs : m.host === "/sys/fs/cgroup" ? cgroot : m.host;
+			out.push("-v", `${host}:${m.path}:${m.readOnly ? "ro" : "rw"}${prop[m.propagation]}`);
+		}
+		out.push(c.image);
+		console.log(out.join("\n"));
+	' "$1" "$2" "$bpffs" "$cgroot" "$root/deploy/seccomp/lism.json"
+}
+field() { # spec, container name, field: one value per line
+	node -e 'const s=JSON.parse(process.argv[1]); const c=s.containers.find((x)=>x.name===process.argv[2]);
+		const v=c[process.argv[3]]; console.log(Array.isArray(v) ? v.join("\n") : String(v))' "$1" "$2" "$3"
+}
 # --cgroup-parent: podman's own cgroups under a name of this run (cleanup removes them;
-# the cgroupfs manager, named in run_opts: systemd's would want a .slice)
-sec_opts=(--pid "$pidns" --cgroup-parent "/$ctr-podman" --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
-	--security-opt "seccomp=$root/deploy/seccomp/lism.json")
-[ "$(field capsDrop)" = ALL ] && sec_opts+=(--cap-drop ALL)
-sec_opts+=(--cap-add "$caps")
-[ "$(field noNewPrivileges)" = true ] && sec_opts+=(--security-opt no-new-privileges)
-[ "$(field readOnlyRootFilesystem)" = true ] && sec_opts+=(--read-only)
-while read -r m; do
-	[ "${m%%:*}" = /sys/fs/cgroup ] && m=$cgroot:${m#*:} # this machine's cgroup2 root
-	sec_opts+=(-v "$m")
-done < <(field mounts)
-run_opts=(--cgroup-manager=cgroupfs --runtime runc run -d --name "$ctr" --network host "${sec_opts[@]}")
+# the cgroupfs manager: systemd's would want a .slice); the "node" network namespace
+run_base=(--cgroup-manager=cgroupfs --runtime runc run --network "ns:/run/netns/$ns_node"
+	--cgroup-parent "/$ctr-podman" --ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
 lism_progs() { bpftool prog show 2>/dev/null | grep -cE 'name (lism_sockops|lism_msg|lism_destroy|lism_iter_socks) '; }
 progs_before=$(lism_progs)
+in_node() { ip netns exec "$ns_node" "$@"; }
+http_get() { # port, path: the body; exit status 0 on 2xx
+	local code
+	rm -f "$tmp/http.out"
+	code=$(in_node curl -sS -o "$tmp/http.out" -w '%{http_code}' "http://127.0.0.1:$1$2" 2>/dev/null)
+	cat "$tmp/http.out" 2>/dev/null
+	[ "${code:-0}" -ge 200 ] && [ "${code:-0}" -lt 300 ]
+}
 
-echo "node-sim: podman ${run_opts[*]} $image ${cmd[*]:1} ${args[*]}"
-podman "${run_opts[@]}" --entrypoint "${cmd[0]}" "$image" "${args[@]}" >/dev/null ||
-	{ bad "starting the lism container"; finish; }
-healthy=0
-for _ in $(seq 100); do
-	if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then healthy=1; break; fi
-	sleep 0.1
-done
-check "the container loads lism and /healthz answers 200" [ "$healthy" = 1 ]
-[ "$healthy" = 1 ] || { podman logs "$ctr" | tail -20; finish; }
-lism_in() { podman exec "$ctr" /usr/sbin/lism "$@" --pin-path "$pin"; }
+# the init container: mounts bpffs on the node's directory (it was none)
+mapfile -t init_cmd < <(field "$spec" mount-bpffs command)
+mapfile -t init_opts < <(podman_args "$spec" init) || { bad "no init container in the DaemonSet"; finish; }
+init_image=${IMAGE:-${init_opts[-1]}}
+unset 'init_opts[-1]'
+echo "node-sim: podman run ${init_opts[*]} $init_image ${init_cmd[*]}"
+podman "${run_base[@]}" --rm --name "$ctr-init" "${init_opts[@]}" --entrypoint "${init_cmd[0]}" \
+	"$init_image" "${init_cmd[@]:1}" >"$tmp/init.log" 2>&1
+rc=$?
+check "the mount-bpffs init container exits 0 (exit $rc: $(tail -1 "$tmp/init.log"))" [ "$rc" = 0 ]
+check "and its bpffs mount reached the node ($(stat -f -c %T "$bpffs"))" [ "$(stat -f -c %T "$bpffs")" = bpf_fs ]
+podman "${run_base[@]}" --rm --name "$ctr-init" "${init_opts[@]}" --entrypoint "${init_cmd[0]}" \
+	"$init_image" "${init_cmd[@]:1}" >"$tmp/init.log" 2>&1
+rc=$? n=$(awk -v d="$bpffs" '$5 == d' /proc/self/mountinfo | grep -c ' - bpf ')
+check "run again on a node that has bpffs, it exits 0 (exit $rc) and mounts nothing more ($n bpffs there)" \
+	[ "$rc" = 0 -a "$n" = 1 ]
+
+# the lism container
+mapfile -t cmd < <(field "$spec" lism command)
+mapfile -t args < <(field "$spec" lism args | sed -e "s|^--cgroup=/host/cgroup\$|--cgroup=/host/cgroup/$cg_name|" \
+	-e "s|^--metrics-addr=.*|--metrics-addr=127.0.0.1:$port|")
+mapfile -t opts < <(podman_args "$spec" lism)
+image=${IMAGE:-${opts[-1]}}
+unset 'opts[-1]'
+# never the host's cgroup root or pins: the cgroup rewritten, bpffs this run's
+printf '%s\n' "${args[@]}" | grep -qx -- "--cgroup=/host/cgroup/$cg_name" &&
+	printf '%s\n' "${args[@]}" | grep -qx -- "--pin-path=$pin_in" &&
+	printf '%s\n' "${opts[@]}" | grep -q "^$bpffs:/sys/fs/bpf:" ||
+	{ bad "the DaemonSet's --cgroup, --pin-path or bpffs volume changed form: not mapped to the test's own"; finish; }
+start_lism() { # container name, then podman options (before the image), then --, then args
+	local name=$1 extra=()
+	shift
+	while [ "$1" != -- ]; do extra+=("$1"); shift; done
+	shift
+	podman "${run_base[@]}" -d --name "$name" "${opts[@]}" "${extra[@]}" --entrypoint "${cmd[0]}" \
+		"$image" "$@" >/dev/null
+}
+wait_http() { # port, path: until it answers 2xx (20 s)
+	for _ in $(seq 200); do http_get "$1" "$2" >/dev/null && return 0; sleep 0.1; done
+	return 1
+}
+echo "node-sim: podman run ${opts[*]} $image ${cmd[*]:1} ${args[*]}"
+start_lism "$ctr" -- "${args[@]}" || { bad "starting the lism container"; finish; }
+check "the container serves /livez (its liveness and startup probe)" wait_http "$port" "$(field "$spec" lism liveness)"
+check "it loads lism and /healthz (its readiness probe) answers 200" wait_http "$port" "$(field "$spec" lism readiness)"
+http_get "$port" /healthz >/dev/null || { podman logs "$ctr" | tail -20; finish; }
+lism_in() { podman exec "$ctr" /usr/sbin/lism "$@" --pin-path "$pin_in"; }
 stat_of() { # a counter of `lism stats -j`, or reason:NAME for a fallback reason's count
 	lism_in stats -j | node -e '
 		let s = "";
@@ -170,7 +255,6 @@ stat_of() { # a counter of `lism stats -j`, or reason:NAME for a fallback reason
 				console.log(j[k] ?? 0);
 		});' "$1"
 }
-
 # --- servers: nginx and redis in pod b (under lism), nginx in pod c (not)
 head -c $((64 << 20)) /dev/urandom >"$tmp/blob"
 want=$(sha256sum <"$tmp/blob" | cut -d' ' -f1)
@@ -269,6 +353,36 @@ check "curl to the pod outside lism: sha256 equal" [ "$(sha256sum <"$tmp/got2" |
 f1=$(stat_of reason:peer-no-lism)
 check "it fell back with peer-no-lism ($f0 -> $f1)" [ "$f1" -gt "$f0" ]
 
+# --- scope: the option goes only to destinations on this node.  iptables
+# counts the SYNs that arrive with it (TCP option kind 254, include/lism/option.h)
+# and all of them: at the other node's pod, none may carry it; at a local
+# pod, reached straight by its IP (its veth route), they must (the control:
+# the count can see the option).
+syn_rules() { # netns, port
+	ip netns exec "$1" iptables -I INPUT -p tcp --dport "$2" --syn -j ACCEPT &&
+		ip netns exec "$1" iptables -I INPUT -p tcp --dport "$2" --syn -m tcp --tcp-option 254 -j ACCEPT
+}
+syn_count() { # netns, port, "opt" or "all"
+	ip netns exec "$1" iptables -L INPUT -v -n -x | awk -v p="dpt:$2" -v o="$3" '
+		$0 ~ p && (o == "opt") == ($0 ~ /option=254/) { n += $1 } END { print n + 0 }'
+}
+syn_rules "$ns_r" 8080 && syn_rules "$ns_b" 8080 || bad "iptables SYN counters"
+ip netns exec "$ns_r" node -e 'require("net").createServer((s) => s.end("remote\n")).listen(8080, "10.244.9.2")' &
+pids+=($!)
+for _ in $(seq 50); do
+	in_node curl -s -o /dev/null --max-time 1 http://10.244.9.2:8080/ 2>/dev/null
+	rc=$?
+	[ "$rc" = 0 ] || [ "$rc" = 52 ] && break # 52: answered, not with HTTP
+	sleep 0.1
+done
+r0=$(syn_count "$ns_r" 8080 all)
+for i in 1 2 3; do in_cgroup "$ns_a" curl -s -o /dev/null --max-time 2 http://10.244.9.2:8080/ 2>/dev/null; done
+check "SYNs to the other node's pod carry no lism option ($(syn_count "$ns_r" 8080 opt) of $(($(syn_count "$ns_r" 8080 all) - r0)) SYNs)" \
+	[ "$(syn_count "$ns_r" 8080 opt)" = 0 -a $(($(syn_count "$ns_r" 8080 all) - r0)) -ge 3 ]
+in_cgroup "$ns_a" curl -fsS -o /dev/null -r 0-0 http://10.244.2.2:8080/blob
+check "a SYN to a local pod by its IP carries it ($(syn_count "$ns_b" 8080 opt) with the option)" \
+	[ "$(syn_count "$ns_b" 8080 opt)" -ge 1 ]
+
 # --- the veth fast path, from the same image with the same privileges plus
 # CAP_SYS_ADMIN (what enabling it asks of the DaemonSet), in the node's
 # network namespace (the DaemonSet's hostNetwork), on the pod veths.
@@ -277,14 +391,14 @@ check "it fell back with peer-no-lism ($f0 -> $f1)" [ "$f1" -gt "$f0" ]
 ip netns exec "$ns_node" iptables -A FORWARD -m conntrack --ctstate INVALID -j DROP &&
 	ip netns exec "$ns_node" sysctl -qw net.netfilter.nf_conntrack_tcp_be_liberal=1 ||
 	bad "node conntrack settings"
-mkdir -p "$libxdp"
+mkdir -p "$bpffs/libxdp"
 xdp_in() { # extra podman options, then --, then lism xdp arguments
 	local extra=()
 	while [ "$1" != -- ]; do extra+=("$1"); shift; done
 	shift
-	podman --cgroup-manager=cgroupfs --runtime runc run --rm --name "$ctr-xdp" --network "ns:/run/netns/$ns_node" \
-		--env "LIBXDP_BPFFS=$libxdp" "${sec_opts[@]}" "${extra[@]}" --entrypoint /usr/sbin/lism \
-		"$image" xdp "$@" --pin-path "$pin-xdp"
+	podman "${run_base[@]}" --rm --name "$ctr-xdp" \
+		--env "LIBXDP_BPFFS=$libxdp_in" "${opts[@]}" "${extra[@]}" --entrypoint /usr/sbin/lism \
+		"$image" xdp "$@" --pin-path /sys/fs/bpf/lism-xdp
 }
 xdp_count() { ip -n "$ns_node" -o link show | grep -c ' xdp'; }
 # libxdp reads attached XDP programs by id (BPF_PROG_GET_FD_BY_ID): CAP_SYS_ADMIN
@@ -304,11 +418,10 @@ in_cgroup "$ns_a" curl -fsS -o "$tmp/got3" http://10.96.0.10/blob
 check "curl through the Service IP with the fast path on: sha256 equal" [ "$(sha256sum <"$tmp/got3" | cut -d' ' -f1)" = "$want" ]
 xdp_in --cap-add SYS_ADMIN -- detach >"$tmp/xdp.log" 2>&1 || sed 's/^/node-sim: xdp: /' "$tmp/xdp.log"
 check "lism xdp detach leaves no XDP program ($(xdp_count) left)" [ "$(xdp_count)" = 0 ]
-no_xdp_pins() { [ ! -e "$pin-xdp" ] && [ -z "$(find "$libxdp" -name 'dispatch-*')" ]; }
+no_xdp_pins() { [ ! -e "$bpffs/lism-xdp" ] && [ -z "$(find "$bpffs/libxdp" -name 'dispatch-*')" ]; }
 check "and no pins" no_xdp_pins
 
-# --- the DaemonSet goes away: preStop, then SIGTERM
-# a download held open (200 KB/s of 64 MiB) while lism conns looks for it
+# --- lism conns inside the container: a download held open (200 KB/s of 64 MiB)
 in_cgroup "$ns_a" curl -fsS --limit-rate 200k -o "$tmp/held" http://10.96.0.10/blob &
 held=$!
 for _ in $(seq 50); do
@@ -323,15 +436,87 @@ check "lism conns inside the container lists the download's curl (the host's pro
 progs_running=$(lism_progs)
 check "the container's programs are loaded ($progs_before before, $progs_running now)" \
 	[ "$progs_running" -gt "$progs_before" ]
-podman exec "$ctr" "${prestop[@]}" >/dev/null
-check "preStop switched the device off to drain" [ "$(lism_in status -j | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const j=JSON.parse(s);console.log(j.active+"/"+j.draining)})')" = false/true ]
+
+# --- memory, under the DaemonSet's limit (podman --memory): the peak of the container's cgroup
+limit=$(field "$spec" lism memoryLimit)
+peak=0 ooms=0
+for f in $(find "$cgroot/$ctr-podman" /sys/fs/cgroup/memory/"$ctr-podman" \
+	\( -name memory.peak -o -name memory.max_usage_in_bytes \) 2>/dev/null); do
+	v=$(cat "$f")
+	[ "$v" -gt "$peak" ] && peak=$v
+done
+for f in $(find "$cgroot/$ctr-podman" -name memory.events 2>/dev/null); do
+	ooms=$((ooms + $(awk '$1 == "oom_kill" { print $2 }' "$f")))
+done
+for f in $(find /sys/fs/cgroup/memory/"$ctr-podman" -name memory.oom_control 2>/dev/null); do
+	ooms=$((ooms + $(awk '$1 == "oom_kill" { print $2 }' "$f")))
+done
+check "memory: peak $((peak >> 20)) MiB of the $((limit >> 20)) MiB limit, no OOM kill ($ooms)" \
+	[ "$peak" -gt 0 -a "$peak" -lt "$limit" -a "$ooms" = 0 ]
+
+# --- a rollout: the pod stops, its successor adopts what is pinned
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 wait 2>/dev/null
 pids=()
-podman --runtime runc stop -t 60 "$ctr" >/dev/null
+podman --runtime runc stop -t 30 "$ctr" >/dev/null
 code=$(podman inspect -f '{{.State.ExitCode}}' "$ctr")
 check "the container exits 0 on SIGTERM (exit $code)" [ "$code" = 0 ]
-podman logs "$ctr" 2>&1 | tail -3 | sed 's/^/node-sim: lism: /'
+podman logs "$ctr" 2>&1 | tail -2 | sed 's/^/node-sim: lism: /'
+check "and leaves lism loaded and attached (pins at $pin, the cgroup link)" \
+	[ -e "$pin/device" -a -n "$(bpftool cgroup show "$cg" 2>/dev/null | tail -n +2)" ]
+podman --runtime runc rm -f -t 0 "$ctr" >/dev/null 2>&1
+# the ConfigMap edited: a lower DMB limit (applied live), another DMB size (fixed at load)
+spec2=$(spec_of "$root/deploy/kubernetes" lism "${config[@]}" LISM_MAX_DMBS=4000 LISM_DMB_SIZE=8M)
+mapfile -t args2 < <(field "$spec2" lism args | sed -e "s|^--cgroup=/host/cgroup\$|--cgroup=/host/cgroup/$cg_name|" \
+	-e "s|^--metrics-addr=.*|--metrics-addr=127.0.0.1:$port|")
+start_lism "$ctr" -- "${args2[@]}" || bad "starting the next lism container"
+check "the next container adopts the instance: /healthz 200" wait_http "$port" /healthz
+check "its log says it adopted it" grep -q 'adopting the instance' <(podman logs "$ctr" 2>&1)
+max=$(lism_in status -j | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).max_dmbs))')
+check "the edited LISM_MAX_DMBS is applied (max_dmbs $max)" [ "$max" = 4000 ]
+http_get "$port" /metrics >"$tmp/metrics.txt"
+check "the edited LISM_DMB_SIZE is not (fixed at load): lism_settings_not_applied{setting=\"dmb_size\"} 1" \
+	grep -qx 'lism_settings_not_applied{setting="dmb_size"} 1' "$tmp/metrics.txt"
+check "and the log says so" grep -q 'dmb-size .* not applied' <(podman logs "$ctr" 2>&1)
+
+# --- a node where lism cannot load: its data path refused by the verifier
+# (LISM_TEST_REJECT), on a pin path of its own beside the running instance
+mapfile -t args3 < <(printf '%s\n' "${args2[@]}" | sed -e "s|^--pin-path=.*|--pin-path=/sys/fs/bpf/lism-rejected|" \
+	-e "s|^--metrics-addr=.*|--metrics-addr=127.0.0.1:$((port + 1))|")
+start_lism "$ctr-rejected" --env LISM_TEST_REJECT=data_path -- "${args3[@]}" || bad "starting the rejected container"
+check "where lism cannot load, the container serves /livez" wait_http $((port + 1)) /livez
+sleep 1
+running=$(podman inspect -f '{{.State.Running}}' "$ctr-rejected")
+why=$(http_get $((port + 1)) /healthz)
+check "it stays running (no crash loop: running=$running) and not ready: /healthz $(in_node curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$((port + 1))/healthz)" \
+	[ "$running" = true -a "$(in_node curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$((port + 1))/healthz)" = 503 ]
+check "/healthz says why: ${why%%$'\n'*}" grep -q 'verifier refused lism_msg' <<<"$why"
+http_get $((port + 1)) /metrics >"$tmp/metrics3.txt"
+metrics_say_why() {
+	grep -qx 'lism_up 0' "$tmp/metrics3.txt" &&
+		grep -q '^lism_not_running_info{reason=".*verifier refused lism_msg' "$tmp/metrics3.txt" &&
+		grep -qx 'lism_feature_enabled{feature="data_path",core="1"} 0' "$tmp/metrics3.txt"
+}
+check "/metrics: lism_up 0, lism_not_running_info with the reason, data_path 0" metrics_say_why
+podman --runtime runc stop -t 10 "$ctr-rejected" >/dev/null
+check "it exits 0 on SIGTERM, leaving no pins ($(podman inspect -f '{{.State.ExitCode}}' "$ctr-rejected"))" \
+	[ "$(podman inspect -f '{{.State.ExitCode}}' "$ctr-rejected")" = 0 -a ! -e "$bpffs/lism-rejected" ]
+
+# --- uninstall: the DaemonSet goes, the cleanup DaemonSet's container unloads
+podman --runtime runc stop -t 30 "$ctr" >/dev/null
+cspec=$(spec_of "$root/deploy/kubernetes/cleanup" lism-cleanup) || bad "reading the cleanup DaemonSet"
+cname=$(node -e 'console.log(JSON.parse(process.argv[1]).containers[0].name)' "$cspec")
+mapfile -t ccmd < <(field "$cspec" "$cname" command)
+mapfile -t cargs < <(field "$cspec" "$cname" args)
+mapfile -t copts < <(podman_args "$cspec" "$cname")
+cimage=${IMAGE:-${copts[-1]}}
+unset 'copts[-1]'
+podman "${run_base[@]}" -d --name "$ctr-cleanup" "${copts[@]}" --entrypoint "${ccmd[0]}" "$cimage" "${cargs[@]}" >/dev/null ||
+	bad "starting the cleanup container"
+for _ in $(seq 100); do grep -q 'staying until stopped' <(podman logs "$ctr-cleanup" 2>&1) && break; sleep 0.2; done
+podman logs "$ctr-cleanup" 2>&1 | tail -2 | sed 's/^/node-sim: cleanup: /'
+check "the cleanup container unloads and stays running (Ready)" \
+	[ "$(podman inspect -f '{{.State.Running}}' "$ctr-cleanup")" = true ]
 check "no pins left at $pin" [ ! -e "$pin" ]
 check "no program attached to the cgroup" [ -z "$(bpftool cgroup show "$cg" 2>/dev/null | tail -n +2)" ]
 for _ in $(seq 50); do
@@ -340,6 +525,8 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 check "no lism programs left ($progs_before before, $progs_after after)" [ "$progs_after" -le "$progs_before" ]
-for c in "$ctr" "$ctr-xdp"; do podman --runtime runc rm -f -t 0 "$c" >/dev/null 2>&1; done
-check "no container left" [ -z "$(podman --runtime runc ps -a --format '{{.Names}}' | grep -Fx -e "$ctr" -e "$ctr-xdp")" ]
+podman --runtime runc stop -t 10 "$ctr-cleanup" >/dev/null
+check "the cleanup container exits 0 when deleted" [ "$(podman inspect -f '{{.State.ExitCode}}' "$ctr-cleanup")" = 0 ]
+for c in "$ctr" "$ctr-xdp" "$ctr-rejected" "$ctr-cleanup"; do podman --runtime runc rm -f -t 0 "$c" >/dev/null 2>&1; done
+check "no container left" [ -z "$(podman --runtime runc ps -a --format '{{.Names}}' | grep -F -e "$ctr")" ]
 finish
