@@ -69,6 +69,7 @@ void lism_usage(FILE *f)
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
 		"           [--timeout SECONDS] [--force] [--stay]  (--stay: then wait for SIGTERM)\n"
 		"  status   the loopback-ism device, like smcd device   [-j]\n"
+		"           [--gone]  (exit 0 only when nothing is pinned: a cleanup pod's readiness)\n"
 		"  conns    one row per connection end, like smcss -D\n"
 		"           [-w] [-j] [--port PORT] [--state STATE] [--mode shortcut|tcp|pending]\n"
 		"  stats    counters, fallback reasons, message sizes, like smcd stats   [-j]\n"
@@ -82,7 +83,7 @@ void lism_usage(FILE *f)
 		"           [--log-events all|none|TYPE,...] [--log-interval SECONDS]\n"
 		"           [--iface GLOB,...]  (keep the veth fast path on matching interfaces)\n"
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
-		"  set active drain    keep them on TCP until a lism run adopts the instance (preStop)\n"
+		"  set active drain    keep them on TCP until a lism run adopts the instance\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
 		"  set churn-detect on|off   let destinations of short connections skip the shortcut\n"
 		"  set senders adaptive|eager   when new connections' sends start to run the data path\n"
@@ -92,6 +93,7 @@ void lism_usage(FILE *f)
 		"  probe    every kernel feature lism uses, whether this kernel has it, and which part\n"
 		"           of lism it enables; as root, whether the verifier takes each program   [-j]\n"
 		"  mount-bpffs  mount bpffs at /sys/fs/bpf unless the pin path is on one (init containers)\n"
+		"           [--soft]  (a failure is said, exit 0: the lism container reports it)\n"
 		"  help     this text\n"
 		"  version  print the version\n"
 		"\n"
@@ -282,6 +284,8 @@ enum {
 	OPT_METRICS_ADDR,
 	OPT_UNLOAD_ON_EXIT,
 	OPT_STAY,
+	OPT_GONE,
+	OPT_SOFT,
 	OPT_EXCLUDE_CIDR,
 	OPT_UPGRADE,
 	OPT_NO_STREAM_DETECT,
@@ -349,6 +353,10 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 		return cmd == LISM_CMD_RUN;
 	case OPT_STAY:
 		return cmd == LISM_CMD_UNLOAD;
+	case OPT_GONE:
+		return cmd == LISM_CMD_STATUS;
+	case OPT_SOFT:
+		return cmd == LISM_CMD_MOUNT_BPFFS;
 	}
 	return 0;
 }
@@ -454,6 +462,8 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
 		{ "unload-on-exit", no_argument, NULL, OPT_UNLOAD_ON_EXIT },
 		{ "stay", no_argument, NULL, OPT_STAY },
+		{ "gone", no_argument, NULL, OPT_GONE },
+		{ "soft", no_argument, NULL, OPT_SOFT },
 		{ "iface", required_argument, NULL, OPT_IFACE },
 		{ "type", required_argument, NULL, OPT_TYPE },
 		{ "log-events", required_argument, NULL, OPT_LOG_EVENTS },
@@ -672,6 +682,12 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			break;
 		case OPT_STAY:
 			o->stay = 1;
+			break;
+		case OPT_GONE:
+			o->gone = 1;
+			break;
+		case OPT_SOFT:
+			o->soft = 1;
 			break;
 		case OPT_UNLOAD_ON_EXIT:
 			o->unload_on_exit = 1;

@@ -117,6 +117,10 @@ struct lism_opts {
 	int unload_on_exit;
 	/* unload: once done (or nothing was loaded), wait for SIGTERM (a cleanup DaemonSet's pod) */
 	int stay;
+	/* status --gone: exit 0 only when nothing is pinned at the pin path */
+	int gone;
+	/* mount-bpffs --soft: a failure is said and exits 0 */
+	int soft;
 	/* xdp, run: comma-separated interface globs for the veth fast path ("" = off) */
 	char xdp_ifaces[256];
 	enum lism_xdp_action xdp_action;

@@ -65,6 +65,8 @@ struct http_ctx {
 	char not_applied[128];     /* settings the adopted instance kept (settings.h) */
 	int route_entries;         /* --local-routes: the scope's entries from routes; -1: off */
 	double heartbeat;          /* mono s: the main loop's last turn */
+	double attempt_since;      /* mono s: when the load or adoption under way began; 0: none */
+	int first_done;            /* the first attempt has ended (the startup probe's signal) */
 	/* the HTTP thread's own: /metrics reads at most once a second */
 	struct lism_snapshot cached;
 	double cached_at;
@@ -155,6 +157,7 @@ static int healthy(const char *pin_path, const char **why)
 
 #define LIVEZ_STALE_S 60.0 /* the main loop turns at least every HEARTBEAT_S */
 #define HEARTBEAT_S 10.0
+#define ATTEMPT_MAX_S 300.0 /* a load (the verifier, the probe) that takes longer is stuck */
 
 /* The daemon's own figures, whatever the instance's state. */
 static void daemon_metrics(FILE *f, struct http_ctx *ctx)
@@ -172,6 +175,10 @@ static void daemon_metrics(FILE *f, struct http_ctx *ctx)
 	fprintf(f, "# HELP lism_load_failures_total Of those, the ones that failed.\n"
 		   "# TYPE lism_load_failures_total counter\nlism_load_failures_total %llu\n",
 		ctx->failures);
+	if (ctx->state != RUN_READY) /* while ready, the instance's metrics have it */
+		fprintf(f, "# HELP lism_build_info Build of the lism control plane serving these metrics.\n"
+			   "# TYPE lism_build_info gauge\nlism_build_info{version=\"%s\",layout=\"%u\"} 1\n",
+			LISM_VERSION, LISM_LAYOUT_VERSION);
 	if (ctx->state == RUN_IDLE) {
 		fprintf(f, "# HELP lism_not_running_info Why lism does not run on this node.\n"
 			   "# TYPE lism_not_running_info gauge\nlism_not_running_info{reason=\"");
@@ -208,8 +215,8 @@ static char *not_ready_text(struct http_ctx *ctx, double now)
 		fprintf(f, "loading: lism is being loaded (or adopted) on this node\n");
 	} else {
 		fprintf(f, "not running: %s\n", ctx->reason);
-		fprintf(f, "next attempt in %.0f s (attempt %llu failed)\n",
-			ctx->next_attempt > now ? ctx->next_attempt - now : 0, ctx->failures);
+		fprintf(f, "next attempt in %.0f s (%llu of %llu attempts failed)\n",
+			ctx->next_attempt > now ? ctx->next_attempt - now : 0, ctx->failures, ctx->attempts);
 		for (int i = 0; i < LISM_F_MAX; i++) {
 			if (ctx->probed[i].cause != LISM_FC_KERNEL)
 				continue;
@@ -273,14 +280,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET\n");
 	if (!strcmp(url, "/livez")) {
-		double age;
+		const char *stuck = NULL;
 
+		/* starting until the first attempt ends (the startup probe's budget covers it) */
 		pthread_mutex_lock(&ctx->lock);
-		age = now - ctx->heartbeat;
+		if (!ctx->first_done)
+			stuck = "starting: the first load is under way\n";
+		else if (ctx->attempt_since ? now - ctx->attempt_since > ATTEMPT_MAX_S :
+					      now - ctx->heartbeat > LIVEZ_STALE_S)
+			stuck = ctx->attempt_since ? "a load has been running for over 5 minutes\n" :
+						     "the daemon's loop has stopped turning\n";
 		pthread_mutex_unlock(&ctx->lock);
-		return age > LIVEZ_STALE_S ?
-			       reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the daemon's loop has stopped turning\n") :
-			       reply_text(c, MHD_HTTP_OK, "ok\n");
+		return stuck ? reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, stuck) : reply_text(c, MHD_HTTP_OK, "ok\n");
 	}
 	if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz")) {
 		pthread_mutex_lock(&ctx->lock);
@@ -408,7 +419,7 @@ static int adopt_or_load(const struct lism_opts *o, int *loaded)
 	}
 	printf("lism: adopting the instance pinned at %s (attached to %s)\n", o->pin_path, d.cgroup);
 	if (!d.active && (d.flags & LISM_DEV_F_DRAINING)) {
-		/* left draining by an unload that timed out, or by a preStop: this daemon takes over */
+		/* left draining by an unload that timed out (or a drain by hand): this daemon takes over */
 		d.active = 1;
 		d.flags &= ~LISM_DEV_F_DRAINING;
 		err = lism_device_write(&in, &d);
@@ -417,7 +428,8 @@ static int adopt_or_load(const struct lism_opts *o, int *loaded)
 			ret = LISM_EXIT_FAIL;
 			goto out;
 		}
-		printf("lism: it was left draining (an unload that timed out, or a preStop): switched on again\n");
+		printf("lism: it was left draining (an unload that timed out, or set active drain): switched on "
+		       "again\n");
 	} else if (!d.active) {
 		printf("lism: it is switched off ('lism set active off'): new connections stay on TCP "
 		       "until 'lism set active on'\n");
@@ -574,15 +586,18 @@ static int attempt(const struct lism_opts *o, struct http_ctx *ctx, int *loaded)
 	double wait;
 	int ret, err;
 
+	pthread_mutex_lock(&ctx->lock);
+	ctx->attempt_since = lism_mono_s();
+	pthread_mutex_unlock(&ctx->lock);
 	lism_err_keep_first(1);
 	ret = adopt_or_load(o, loaded);
 	lism_err_keep_first(0);
 	if (!ret && !*loaded) {
 		err = lism_settings_reconcile(o, na, sizeof(na));
 		if (err)
-			lism_err("applying this daemon's settings to the adopted instance failed: %s; it keeps "
-				 "its own", strerror(-err));
-		else if (na[0])
+			lism_err("applying this daemon's settings to the adopted instance failed: %s; applied "
+				 "in part (lism_settings_not_applied)", strerror(-err));
+		if (na[0])
 			printf("lism: settings the adopted instance keeps (lism_settings_not_applied): %s\n", na);
 	}
 	fflush(stdout);
@@ -593,6 +608,8 @@ static int attempt(const struct lism_opts *o, struct http_ctx *ctx, int *loaded)
 		pthread_mutex_lock(&ctx->lock);
 		snprintf(ctx->not_applied, sizeof(ctx->not_applied), "%s", na);
 		ctx->state = RUN_READY;
+		ctx->attempt_since = 0;
+		ctx->first_done = 1;
 		pthread_mutex_unlock(&ctx->lock);
 		return 0;
 	}
@@ -614,12 +631,15 @@ static int attempt(const struct lism_opts *o, struct http_ctx *ctx, int *loaded)
 	ctx->next_attempt = lism_mono_s() + wait;
 	memcpy(ctx->probed, probed, sizeof(probed));
 	/* said once per reason: a node that cannot run lism logs it once, not every few minutes */
-	if (strcmp(ctx->reason, reason))
-		printf("lism: not running on this node: %s; the daemon stays up (not ready) and tries "
-		       "again, first in %.0f s\n", reason, wait);
+	err = strcmp(ctx->reason, reason);
 	snprintf(ctx->reason, sizeof(ctx->reason), "%s", reason);
 	ctx->state = RUN_IDLE;
+	ctx->attempt_since = 0;
+	ctx->first_done = 1;
 	pthread_mutex_unlock(&ctx->lock);
+	if (err)
+		printf("lism: not running on this node: %s; the daemon stays up (not ready) and tries "
+		       "again, first in %.0f s\n", reason, wait);
 	fflush(stdout);
 	return ret;
 }
@@ -627,18 +647,19 @@ static int attempt(const struct lism_opts *o, struct http_ctx *ctx, int *loaded)
 /*
  * --local-routes on: the scope follows the node's routes (routes.h) from
  * now on; off: an adopted instance drops the entries an earlier daemon
- * added.  A failure is said and retried at the next change: the scope
- * then stays as it was (never wider than the routes were).
+ * added.  0, or -errno: said, and the caller tries again at a heartbeat;
+ * the scope meanwhile stays as it was.
  */
 static int routes_start(const struct lism_opts *o, struct http_ctx *ctx, struct lism_routes **r, int *scope_fd)
 {
 	struct lism_routes_stats st = { 0 };
 	int err;
 
-	*scope_fd = lism_pin_open(o->pin_path, "scope");
+	if (*scope_fd < 0)
+		*scope_fd = lism_pin_open(o->pin_path, "scope");
 	if (*scope_fd < 0) {
-		lism_err("opening the scope map failed: %s", strerror(-*scope_fd));
-		return LISM_EXIT_FAIL;
+		lism_err("opening the scope map failed: %s; trying again", strerror(-*scope_fd));
+		return *scope_fd;
 	}
 	if (!o->local_routes) {
 		err = lism_routes_forget(*scope_fd);
@@ -646,25 +667,64 @@ static int routes_start(const struct lism_opts *o, struct http_ctx *ctx, struct 
 			printf("lism: scope: %d entries from routes removed (--local-routes off)\n", err);
 		close(*scope_fd);
 		*scope_fd = -1;
-		return 0;
+		return err < 0 ? err : 0;
 	}
-	err = lism_routes_open(r);
-	if (err) {
-		lism_err("following the routes failed: %s", strerror(-err));
-		close(*scope_fd);
-		*scope_fd = -1;
-		return LISM_EXIT_FAIL;
+	if (!*r) {
+		err = lism_routes_open(r);
+		if (err) {
+			lism_err("following the routes failed: %s; trying again", strerror(-err));
+			return err;
+		}
 	}
 	err = lism_routes_sync(*r, *scope_fd, &st);
-	if (err < 0)
-		lism_err("reading the routes failed: %s; trying again at the next change", strerror(-err));
-	else
-		printf("lism: scope: %d prefixes of this node from its routes (followed as they change)\n",
-		       st.entries);
+	if (err < 0 && err != -ENOSPC) {
+		lism_err("reading the routes failed: %s; trying again", strerror(-err));
+		return err;
+	}
+	printf("lism: scope: %d prefixes of this node from its routes (followed as they change)%s\n", st.entries,
+	       err == -ENOSPC ? "; the scope map is full: the rest stay out of scope" : "");
 	pthread_mutex_lock(&ctx->lock);
-	ctx->route_entries = err < 0 ? 0 : st.entries;
+	ctx->route_entries = st.entries;
 	pthread_mutex_unlock(&ctx->lock);
-	return 0;
+	return err < 0 ? err : 0;
+}
+
+/* What a running daemon lets go of when its instance is gone: routes, scope, events. */
+static void let_go(struct lism_routes **routes, int *scope_fd, struct lism_events **ev)
+{
+	lism_routes_close(*routes);
+	*routes = NULL;
+	if (*scope_fd >= 0)
+		close(*scope_fd);
+	*scope_fd = -1;
+	lism_events_close(*ev);
+	*ev = NULL;
+}
+
+/*
+ * The instance of a ready daemon gone (unloaded, its link removed, bpffs
+ * remounted): back to idle, reason said, a new load after the first wait.
+ * A DaemonSet's desired state is lism running on the node.
+ */
+static void lost(struct http_ctx *ctx, const char *pin_path, const char *why)
+{
+	char reason[sizeof(ctx->reason)];
+	size_t n;
+
+	snprintf(reason, sizeof(reason), "the instance at %.200s went away (%.200s", pin_path, why);
+	n = strlen(reason);
+	if (n && reason[n - 1] == '\n')
+		reason[--n] = '\0';
+	snprintf(reason + n, sizeof(reason) - n, ")");
+	pthread_mutex_lock(&ctx->lock);
+	snprintf(ctx->reason, sizeof(ctx->reason), "%s", reason);
+	ctx->state = RUN_IDLE;
+	ctx->next_attempt = lism_mono_s() + RETRY_FIRST_S;
+	ctx->route_entries = ctx->route_entries >= 0 ? 0 : -1;
+	memset(ctx->probed, 0, sizeof(ctx->probed));
+	pthread_mutex_unlock(&ctx->lock);
+	printf("lism: %s: loading it again in %.0f s\n", reason, RETRY_FIRST_S);
+	fflush(stdout);
 }
 
 int lism_cmd_run(const struct lism_opts *o)
@@ -677,10 +737,10 @@ int lism_cmd_run(const struct lism_opts *o)
 	struct MHD_Daemon *http = NULL;
 	struct sockaddr_storage sa;
 	struct pollfd p[3];
-	int ret, sfd = -1, scope_fd = -1, routes_failed = 0, stop = 0, loaded = 0, started = 0, have_prev = 0, ready = 0;
+	int ret, sfd = -1, scope_fd = -1, routes_ok = 0, stop = 0, loaded = 0, started = 0, have_prev = 0, ready = 0;
 	enum follow follow = FOLLOWING;
 	int xdp_on = !!o->xdp_ifaces[0];
-	double now, last_summary = 0, last_xdp = 0;
+	double now, last_summary = 0, last_xdp = 0, last_check = 0, routes_retry = 0;
 	char types[128];
 
 	log_out = stdout;
@@ -730,18 +790,15 @@ int lism_cmd_run(const struct lism_opts *o)
 
 		now = lism_mono_s();
 		beat(&ctx);
-		next = now + HEARTBEAT_S;
 		if (!ready && (ctx.state == RUN_LOADING || now >= ctx.next_attempt)) {
 			if (attempt(o, &ctx, &loaded))
 				continue; /* idle until ctx.next_attempt */
 			ready = 1;
-			ret = routes_start(o, &ctx, &routes, &scope_fd);
-			if (ret)
-				goto out;
+			routes_ok = !routes_start(o, &ctx, &routes, &scope_fd);
+			routes_retry = lism_mono_s() + HEARTBEAT_S;
 			/* the BPF programs emit only the events somebody follows (abi.h) */
-			ret = o->event_types ? follow_events(o->pin_path, &eo, &ev, &follow, 1) : 0;
-			if (ret)
-				goto out;
+			if (o->event_types)
+				follow_events(o->pin_path, &eo, &ev, &follow, 0);
 			if (xdp_on && fastpath_rescan(o) == -EPERM)
 				xdp_on = 0; /* said why (CAP_SYS_ADMIN); retrying would only repeat it */
 			if (o->log_interval_s)
@@ -753,8 +810,22 @@ int lism_cmd_run(const struct lism_opts *o)
 				printf("\n");
 			fflush(stdout);
 			started = 1;
-			last_xdp = last_summary = now = lism_mono_s();
+			last_check = last_xdp = last_summary = now = lism_mono_s();
 		}
+		if (ready && now - last_check >= HEARTBEAT_S) {
+			const char *why;
+
+			last_check = now;
+			if (!healthy(o->pin_path, &why)) {
+				let_go(&routes, &scope_fd, &ev);
+				ready = 0;
+				lost(&ctx, o->pin_path, why);
+				continue;
+			}
+		}
+		next = now + HEARTBEAT_S;
+		if (ready)
+			earliest(&next, &have, last_check + HEARTBEAT_S);
 		if (!ready)
 			earliest(&next, &have, ctx.next_attempt);
 		if (ready && o->event_types)
@@ -782,15 +853,19 @@ int lism_cmd_run(const struct lism_opts *o)
 			ev = NULL;
 			follow = FAILING;
 		}
-		/* pods come and go: their routes widen or narrow the scope */
-		if (routes && (p[2].revents || routes_failed)) {
+		/* pods come and go: their routes widen or narrow the scope (a failure: at the next heartbeat) */
+		if (ready && !routes_ok && now >= routes_retry) {
+			routes_ok = !routes_start(o, &ctx, &routes, &scope_fd);
+			routes_retry = now + HEARTBEAT_S;
+		} else if (routes_ok && routes && p[2].revents) {
 			struct lism_routes_stats st = { 0 };
 
 			n = lism_routes_sync(routes, scope_fd, &st);
-			if (n < 0 && !routes_failed)
+			if (n < 0 && n != -ENOSPC) {
 				lism_err("following the routes failed: %s; trying again", strerror(-n));
-			routes_failed = n < 0;
-			if (n >= 0) {
+				routes_ok = 0;
+				routes_retry = now + HEARTBEAT_S;
+			} else {
 				pthread_mutex_lock(&ctx.lock);
 				ctx.route_entries = st.entries;
 				pthread_mutex_unlock(&ctx.lock);

@@ -87,7 +87,14 @@ int lism_cmd_mount_bpffs(const struct lism_opts *o)
 	int ret = check_privileges();
 
 	m.mount_bpffs = 1;
-	return ret ? ret : check_bpffs(&m);
+	if (!ret)
+		ret = check_bpffs(&m);
+	if (ret && o->soft) {
+		/* an init container: the pod goes on, and lism run says why it cannot load */
+		printf("lism: bpffs is not mounted; continuing (--soft): lism run will say so and retry\n");
+		return LISM_EXIT_OK;
+	}
+	return ret;
 }
 
 static int find_cgroup(const struct lism_opts *o, char *out, size_t len)
@@ -657,12 +664,14 @@ int lism_cmd_load(const struct lism_opts *o)
 		err = fill_ports(skel, o);
 	if (!err)
 		err = lism_scope_fill(bpf_map__fd(skel->maps.scope), o->local_cidrs, o->n_local_cidrs,
-				      o->exclude_cidrs, o->n_exclude_cidrs, &n_scope);
+				      o->exclude_cidrs, o->n_exclude_cidrs, !o->local_routes, &n_scope);
 	if (!err && o->local_routes) {
 		/* once, at load: lism run follows them (routes.h) */
 		int n = lism_routes_fill_once(bpf_map__fd(skel->maps.scope));
 
-		if (n < 0)
+		if (n == -ENOSPC) /* what fits is in; the rest stays out of scope, never wider */
+			lism_err("warning: the scope map is full: some of this node's routes stay out of scope");
+		else if (n < 0)
 			err = n;
 		else
 			n_scope += n;
@@ -884,6 +893,19 @@ int lism_cmd_unload_stay(const struct lism_opts *o)
 
 	if (stat(o->pin_path, &st) && errno == ENOENT) {
 		printf("lism: nothing is pinned at %s: nothing to remove\n", o->pin_path);
+		ret = LISM_EXIT_OK;
+	} else if (lism_dir_only_fastpath(o->pin_path) == 1) {
+		/* an earlier unload removed the instance but not the veth fast path (no CAP_SYS_ADMIN) */
+		int err = lism_fastpath_remove(o->pin_path);
+
+		if (err) {
+			lism_err("removing the veth fast path failed: %s", strerror(-err));
+			if (err == -EPERM)
+				lism_hint("it needs CAP_SYS_ADMIN: add SYS_ADMIN to the cleanup container's "
+					  "capabilities where LISM_XDP_IFACES was set");
+			return LISM_EXIT_FAIL;
+		}
+		printf("lism: removed the veth fast path left at %s\n", o->pin_path);
 		ret = LISM_EXIT_OK;
 	} else {
 		ret = lism_cmd_unload(o);

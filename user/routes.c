@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "lism/abi.h"
 #include "routes.h"
@@ -15,9 +16,19 @@
 /*
  * The rule (routes.h) and why each case is what it is.
  *
- * - RTN_LOCAL in the local table: the kernel delivers it to this namespace
- *   (the node's addresses, 127/8, an AnyIP prefix).  Only the local table:
- *   TPROXY setups put "local 0.0.0.0/0" in a policy table of their own.
+ * - RTN_LOCAL in the local table, of one address (/32, /128), not on a
+ *   dummy device: the kernel delivers it to this namespace (the node's
+ *   addresses, 127.0.0.1).  Only the local table: TPROXY setups put
+ *   "local 0.0.0.0/0" in a policy table of their own.  Only host routes: an
+ *   AnyIP prefix ("local 10.96.0.0/12 dev lo") is a whole range a node
+ *   answers for, typically on another's behalf (Service CIDRs); 127/8 is a
+ *   configured entry anyway (scope.c).  Not on a dummy: kube-proxy in IPVS
+ *   mode (and kube-router) binds every ClusterIP to the dummy kube-ipvs0
+ *   and DNATs it to backends that may be on other nodes; a service address
+ *   on a dummy (NodeLocal DNSCache's nodelocaldns, a BGP loopback) is left
+ *   out with them: narrower is safe, --local-cidr adds it.  The device is the
+ *   route's RTA_OIF (a local-table route has one); one the link dump did
+ *   not have (added since: a notification is on its way) is not local yet.
  * - Unicast in the main table, no gateway, out of a veth (or netkit, the
  *   veth's successor): the other end of the pair is in a namespace of this
  *   host.  Calico: a /32 (/128) per pod via its caliXXX veth; kindnet, GKE,
@@ -38,8 +49,10 @@
  * - Everything else is not local: gateways (other nodes), blackhole,
  *   unreachable, prohibit, other tables (policy routing we do not follow),
  *   tunnels, physical devices, nexthop objects (RTA_NH_ID: its device is not
- *   in the route), default routes, link-local prefixes (fe80::/10,
- *   169.254/16: the same prefix is on every link, the key has no device).
+ *   in the route), default routes, link-local prefixes and addresses
+ *   (fe80::/10, 169.254/16: the same prefix is on every link, the key has
+ *   no device; each veth has an fe80::/128 RTN_LOCAL, 2-3 entries a pod of
+ *   a 1024-entry map otherwise).
  *   And a prefix is only local if no other main-table route of it is not
  *   (two routes of one prefix, one via a gateway: the kernel may take that one).
  */
@@ -109,10 +122,16 @@ static int route_local(const struct lism_route_model *m, const struct lism_route
 {
 	const struct lism_route_link *l;
 
-	if (r->type == RTN_LOCAL)
-		return r->table == RT_TABLE_LOCAL;
-	if (r->type != RTN_UNICAST || r->table != RT_TABLE_MAIN || r->gateway || !r->oif || is_default(r) ||
-	    is_link_local(r))
+	if (is_link_local(r))
+		return 0;
+	if (r->type == RTN_LOCAL) {
+		/* one address (IPv4 keys are /96 + len: a /32 is 128 too), on a device we know */
+		if (r->table != RT_TABLE_LOCAL || r->dst.prefixlen != 128)
+			return 0;
+		l = link_of(m, r->oif);
+		return l && strcmp(l->kind, "dummy");
+	}
+	if (r->type != RTN_UNICAST || r->table != RT_TABLE_MAIN || r->gateway || !r->oif || is_default(r))
 		return 0;
 	l = link_of(m, r->oif);
 	if (!l || is_uplink(m, r->oif))
@@ -235,9 +254,18 @@ static int reconcile(int fd, const struct lism_route *routes, const __u8 *want, 
 		key_of(&routes[j], &k);
 		for (int i = 0; i < n_have && !known; i++)
 			known = same_key(&k, &have[i].key);
+		/* this prefix's second route (IPv6: one per device): written, and counted, once */
+		for (int i = 0; i < j && !known; i++)
+			known = want[i] && same_dst(&routes[i], &routes[j]);
 		if (known || excluded(have, n_have, &k))
 			continue;
-		/* NOEXIST: an entry written meanwhile (or this prefix's second route) stays */
+		/*
+		 * NOEXIST: an entry written meanwhile stays (kernels before 6.13
+		 * ignore it in an LPM trie and overwrite: only a concurrent
+		 * writer's entry of the same prefix is at stake there).
+		 * ENOSPC (the map is full): the rest is tried all the same, and
+		 * the count says what is there.
+		 */
 		if (bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST)) {
 			if (errno != EEXIST)
 				err = err ?: -errno;
@@ -261,7 +289,7 @@ int lism_routes_forget(int scope_fd)
 
 struct lism_routes {
 	struct mnl_socket *events; /* subscribed; only read to learn that something changed */
-	struct mnl_socket *dump;   /* our requests and their answers */
+	struct mnl_socket *dump;   /* our requests and their answers; NULL: open it at the next read */
 	unsigned int seq;
 	int stale;                 /* dump and reconcile at the next sync */
 	int intr;                  /* a dump said NLM_F_DUMP_INTR: it changed while read */
@@ -316,7 +344,6 @@ static int on_link(const struct nlmsghdr *nlh, void *data)
 	const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
 	struct lism_route_link *l;
 
-	r->intr |= !!(nlh->nlmsg_flags & NLM_F_DUMP_INTR);
 	if (nlh->nlmsg_type != RTM_NEWLINK || mnl_attr_parse(nlh, sizeof(*ifi), attr_cb, &at) < 0)
 		return MNL_CB_OK;
 	if (grow((void **)&r->links, &r->cap_links, r->n_links, sizeof(*r->links))) {
@@ -356,7 +383,6 @@ static int on_route(const struct nlmsghdr *nlh, void *data)
 	struct lism_route rt = { 0 };
 	int alen;
 
-	r->intr |= !!(nlh->nlmsg_flags & NLM_F_DUMP_INTR);
 	if (nlh->nlmsg_type != RTM_NEWROUTE || mnl_attr_parse(nlh, sizeof(*rtm), attr_cb, &at) < 0)
 		return MNL_CB_OK;
 	/* other families (multicast, MPLS) answer an AF_UNSPEC dump too; clones are no routes */
@@ -393,12 +419,10 @@ static int on_route(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
-/* NLMSG_DONE: may carry the dump's error, and its NLM_F_DUMP_INTR. */
+/* NLMSG_DONE: may carry the dump's error. */
 static int on_done(const struct nlmsghdr *nlh, void *data)
 {
-	struct lism_routes *r = data;
-
-	r->intr |= !!(nlh->nlmsg_flags & NLM_F_DUMP_INTR);
+	(void)data;
 	if (mnl_nlmsg_get_payload_len(nlh) >= sizeof(int) && *(int *)mnl_nlmsg_get_payload(nlh) < 0) {
 		errno = -*(int *)mnl_nlmsg_get_payload(nlh);
 		return MNL_CB_ERROR;
@@ -406,26 +430,59 @@ static int on_done(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_STOP;
 }
 
+/*
+ * NLMSG_ERROR: the request failed (no dump follows).  With a ctl array of
+ * our own, libmnl skips a type without a callback: without this one the
+ * error would go unseen and dump() wait for a NLMSG_DONE that never comes.
+ */
+static int on_error(const struct nlmsghdr *nlh, void *data)
+{
+	const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
+
+	(void)data;
+	if (mnl_nlmsg_get_payload_len(nlh) < sizeof(*e)) {
+		errno = EBADMSG;
+		return MNL_CB_ERROR;
+	}
+	if (!e->error)
+		return MNL_CB_STOP; /* an ack */
+	errno = e->error < 0 ? -e->error : e->error;
+	return MNL_CB_ERROR;
+}
+
+/* How long an answer may take: a lost one must not hold the daemon's loop. */
+#define DUMP_TIMEOUT_S 5
+
+static void close_dump(struct lism_routes *r)
+{
+	if (r->dump)
+		mnl_socket_close(r->dump);
+	r->dump = NULL; /* the next read_model() opens one */
+}
+
 static int open_dump(struct lism_routes *r)
 {
+	struct timeval tv = { .tv_sec = DUMP_TIMEOUT_S };
 	int err;
 
-	if (r->dump)
-		mnl_socket_close(r->dump);
+	close_dump(r);
 	r->dump = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-	if (r->dump && !mnl_socket_bind(r->dump, 0, MNL_SOCKET_AUTOPID))
+	if (r->dump && !mnl_socket_bind(r->dump, 0, MNL_SOCKET_AUTOPID) &&
+	    !setsockopt(mnl_socket_get_fd(r->dump), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
 		return 0;
 	err = -errno;
-	if (r->dump)
-		mnl_socket_close(r->dump);
-	r->dump = NULL; /* the next read_model() tries again */
+	close_dump(r);
 	return err;
 }
 
-/* One multi-part dump of @type, all families, through @cb. */
+/*
+ * One multi-part dump of @type, all families, through @cb.  0 (r->intr set
+ * if the kernel said the dump changed while it was read: then the rest of
+ * it is still on the socket) or -errno (-ETIMEDOUT: no answer in time).
+ */
 static int dump(struct lism_routes *r, int type, mnl_cb_t cb)
 {
-	static mnl_cb_t ctl[NLMSG_MIN_TYPE] = { [NLMSG_DONE] = on_done };
+	static mnl_cb_t ctl[NLMSG_MIN_TYPE] = { [NLMSG_ERROR] = on_error, [NLMSG_DONE] = on_done };
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(r->buf);
 	unsigned int portid = mnl_socket_get_portid(r->dump);
 	int ret = MNL_CB_OK;
@@ -440,34 +497,47 @@ static int dump(struct lism_routes *r, int type, mnl_cb_t cb)
 	do {
 		ssize_t n = mnl_socket_recvfrom(r->dump, r->buf, sizeof(r->buf));
 
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && errno == EINTR) /* a signal: the part is still there */
 			continue;
 		if (n < 0)
-			return -errno;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 		ret = mnl_cb_run2(r->buf, (size_t)n, r->seq, portid, cb, r, ctl, NLMSG_MIN_TYPE);
 	} while (ret > MNL_CB_STOP);
+	/*
+	 * libmnl (1.0.4 and since) fails a part with a message flagged
+	 * NLM_F_DUMP_INTR (EINTR) before any callback sees it: the dump
+	 * changed while it was read, read it again.  (No callback of ours
+	 * fails with EINTR; were a kernel error one, reading again is right too.)
+	 */
+	if (ret < 0 && errno == EINTR) {
+		r->intr = 1;
+		return 0;
+	}
 	return ret < 0 ? -errno : 0;
 }
 
-/* Links and routes of this namespace into r's model, consistent (retried while they change). */
+/* Links and routes of this namespace into r's model, consistent (read again while they change). */
 static int read_model(struct lism_routes *r)
 {
-	int err = r->dump ? 0 : open_dump(r);
+	for (int tries = 0; tries < 4; tries++) {
+		int err = r->dump ? 0 : open_dump(r);
 
-	for (int tries = 0; tries < 4 && !err; tries++) {
+		if (err)
+			return err;
 		r->n_links = r->n_routes = 0;
 		r->intr = 0;
 		err = dump(r, RTM_GETLINK, on_link);
-		if (!err)
+		if (!err && !r->intr)
 			err = dump(r, RTM_GETROUTE, on_route);
-		if (err) {
-			open_dump(r); /* the rest of an abandoned dump would answer the next request */
+		/* the rest of an abandoned dump would answer the next request: a new socket */
+		if (err || r->intr)
+			close_dump(r);
+		if (err)
 			return err;
-		}
 		if (!r->intr)
 			return 0;
 	}
-	return err ?: -EAGAIN;
+	return -EAGAIN; /* changing all the time: the next call tries again */
 }
 
 int lism_routes_open(struct lism_routes **out)
@@ -531,15 +601,18 @@ int lism_routes_sync(struct lism_routes *r, int scope_fd, struct lism_routes_sta
 		struct lism_route_model m = { r->links, r->n_links, r->routes, r->n_routes };
 		__u8 *local = realloc(r->local, (size_t)r->n_routes + 1);
 
-		if (!local)
-			return -ENOMEM;
-		r->local = local;
-		lism_routes_classify(&m, local);
-		err = reconcile(scope_fd, r->routes, local, r->n_routes, &s);
-		r->entries = s.entries;
-		/* a failed reconcile stays stale: the next call tries again */
-		r->stale = err < 0;
+		if (local) {
+			r->local = local;
+			lism_routes_classify(&m, local);
+			/* on failure too (ENOSPC: what fit was written), s is what the map holds now */
+			err = reconcile(scope_fd, r->routes, local, r->n_routes, &s);
+			r->entries = s.entries;
+		} else {
+			err = -ENOMEM;
+		}
 	}
+	/* a failed call leaves it stale: the next one reads and reconciles again */
+	r->stale = err < 0;
 	if (st)
 		*st = s;
 	return err;

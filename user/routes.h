@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Node-local scope from the routing table (--local-routes): a destination
- * is on this node if the kernel delivers it locally (RTN_LOCAL in the local
- * table) or routes it, without a gateway, straight to a veth or to a bridge
- * whose ports are all veths, on a device that is no uplink (carries no
- * gateway route and no default route).  A veth's other end is always on this
- * host, so a prefix routed there cannot be on another node.
+ * is on this node if the kernel delivers it locally (an RTN_LOCAL route of
+ * one address, /32 or /128, in the local table, on a device that is no
+ * dummy: kube-proxy's IPVS mode puts every ClusterIP on the dummy
+ * kube-ipvs0) or routes it, without a gateway, straight to a veth or to a
+ * bridge whose ports are all veths, on a device that is no uplink (carries
+ * no gateway route and no default route).  A veth's other end is always on
+ * this host, so a prefix routed there cannot be on another node.
+ * Link-local prefixes and addresses (fe80::/10, 169.254/16) never are: the
+ * key names no device.
  *
  * Invariant: the scope map holds a LISM_SCOPE_ROUTE entry exactly for each
  * such prefix that no exclusion covers and that has no entry of another
@@ -51,7 +55,7 @@ int lism_routes_classify(const struct lism_route_model *m, __u8 *local);
 struct lism_routes;
 
 struct lism_routes_stats {
-	int entries; /* LISM_SCOPE_ROUTE entries in the map after the sync */
+	int entries; /* LISM_SCOPE_ROUTE entries in the map after the sync (after a partial one too) */
 	int added;
 	int removed;
 };
@@ -65,8 +69,12 @@ int lism_routes_fd(const struct lism_routes *r);
  * lost: ENOBUFS) and after a failed call, dump links and routes, classify
  * and reconcile the scope map @scope_fd to the invariant above.  Without
  * news it costs one recv(): calling it on every turn of a loop is fine.
- * Returns the entries added + removed, or -errno (the next call retries).
- * @st (optional) gets the counts of this call.
+ * Returns the entries added + removed, or -errno (the next call retries):
+ * -ENOSPC: the map is full; what fit was done, and @st says what the map
+ * holds now; -ETIMEDOUT: the kernel did not answer a dump within 5 s;
+ * -EAGAIN: the routes changed during every read.  @st (optional) gets the
+ * counts of this call (entries: what the map holds, the last sync's count
+ * when this one failed before reconciling).
  */
 int lism_routes_sync(struct lism_routes *r, int scope_fd, struct lism_routes_stats *st);
 void lism_routes_close(struct lism_routes *r);

@@ -48,8 +48,15 @@ static int push_unique(struct lism_scope_entry **v, int *n, int *cap, const stru
 	return push(v, n, cap, c, value);
 }
 
+/* fe80::/10, 169.254/16: the same address may be on every link, and the key names no device */
+static int link_local(const struct lism_cidr *c)
+{
+	return (c->addr[10] == 0xff && c->addr[11] == 0xff && c->addr[12] == 169 && c->addr[13] == 254) ||
+	       (c->addr[0] == 0xfe && (c->addr[1] & 0xc0) == 0x80);
+}
+
 int lism_scope_entries(const struct lism_cidr *local, int n_local, const struct lism_cidr *exclude,
-		       int n_exclude, struct lism_scope_entry **out, int *n_out)
+		       int n_exclude, int with_addrs, struct lism_scope_entry **out, int *n_out)
 {
 	static const char *const loopback[] = { "127.0.0.0/8", "::1/128" };
 	struct lism_scope_entry *v = NULL;
@@ -59,9 +66,9 @@ int lism_scope_entries(const struct lism_cidr *local, int n_local, const struct 
 
 	for (size_t i = 0; i < sizeof(loopback) / sizeof(loopback[0]) && !err; i++)
 		err = lism_parse_cidr(loopback[i], &c) ? -EINVAL : push_unique(&v, &n, &cap, &c, LISM_SCOPE_LOCAL);
-	if (!err && getifaddrs(&ifa))
+	if (!err && with_addrs && getifaddrs(&ifa))
 		err = -errno;
-	else if (!err) {
+	else if (!err && with_addrs) {
 		for (it = ifa; it && !err; it = it->ifa_next) {
 			if (!it->ifa_addr)
 				continue;
@@ -75,7 +82,8 @@ int lism_scope_entries(const struct lism_cidr *local, int n_local, const struct 
 				continue;
 			}
 			c.prefixlen = 128;
-			err = push_unique(&v, &n, &cap, &c, LISM_SCOPE_LOCAL);
+			if (!link_local(&c))
+				err = push_unique(&v, &n, &cap, &c, LISM_SCOPE_LOCAL);
 		}
 		freeifaddrs(ifa);
 	}
@@ -129,13 +137,13 @@ int lism_scope_read(int fd, struct lism_scope_entry **out, int *n_out)
 }
 
 int lism_scope_fill(int fd, const struct lism_cidr *local, int n_local,
-		    const struct lism_cidr *exclude, int n_exclude, int *n_out)
+		    const struct lism_cidr *exclude, int n_exclude, int with_addrs, int *n_out)
 {
 	struct lism_scope_entry *v;
 	int err, n;
 
 	*n_out = 0;
-	err = lism_scope_entries(local, n_local, exclude, n_exclude, &v, &n);
+	err = lism_scope_entries(local, n_local, exclude, n_exclude, with_addrs, &v, &n);
 	if (err)
 		return err;
 	for (int i = 0; i < n && !err; i++) {

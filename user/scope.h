@@ -18,11 +18,13 @@ struct lism_scope_entry {
 
 /*
  * The configured entries, as lism_scope_fill() writes them (a malloc'd
- * array into @out): loopback, this namespace's addresses now, @local, then
- * @exclude (an exclusion of a local entry's prefix replaces it).  0 or -errno.
+ * array into @out): loopback, with @with_addrs this namespace's addresses
+ * now (not link-local ones; without it, --local-routes brings them, kept
+ * current), @local, then @exclude (an exclusion of a local entry's prefix
+ * replaces it).  0 or -errno.
  */
 int lism_scope_entries(const struct lism_cidr *local, int n_local, const struct lism_cidr *exclude,
-		       int n_exclude, struct lism_scope_entry **out, int *n_out);
+		       int n_exclude, int with_addrs, struct lism_scope_entry **out, int *n_out);
 /* Every entry of the scope map @fd (a malloc'd array into @out).  0 or -errno. */
 int lism_scope_read(int fd, struct lism_scope_entry **out, int *n_out);
 /* An IPv4 prefix in its IPv4-mapped form. */
@@ -34,6 +36,6 @@ int lism_scope_key_is_v4(const struct lism_scope_key *k);
  * prefix (or covering loopback or a host address) wins there.
  */
 int lism_scope_fill(int fd, const struct lism_cidr *local, int n_local,
-		    const struct lism_cidr *exclude, int n_exclude, int *n_out);
+		    const struct lism_cidr *exclude, int n_exclude, int with_addrs, int *n_out);
 
 #endif

@@ -15,7 +15,7 @@
 #include "settings.h"
 
 const char *const lism_settings_names[] = { "max_dmbs", "dmb_size", "allow_blocking", "stream_detect",
-					    "cgroup" };
+					    "cgroup", "ports", "scope" };
 const size_t lism_n_settings_names = sizeof(lism_settings_names) / sizeof(lism_settings_names[0]);
 
 static void add_name(char *buf, size_t len, const char *name)
@@ -138,19 +138,34 @@ static void say_entry(const char *what, const struct lism_scope_key *k, __u8 v)
 static int reconcile_scope(const struct lism_opts *o, const char *pin_path)
 {
 	struct lism_scope_entry *want = NULL, *have = NULL;
-	int n_want = 0, n_have = 0, fd, err;
+	int n_want = 0, n_have = 0, fd, err, add_err = 0;
 
 	fd = lism_pin_open(pin_path, "scope");
 	if (fd < 0)
 		return fd;
-	err = lism_scope_entries(o->local_cidrs, o->n_local_cidrs, o->exclude_cidrs, o->n_exclude_cidrs, &want,
-				 &n_want);
+	err = lism_scope_entries(o->local_cidrs, o->n_local_cidrs, o->exclude_cidrs, o->n_exclude_cidrs,
+				 !o->local_routes, &want, &n_want);
 	if (!err)
 		err = lism_scope_read(fd, &have, &n_have);
+	/* new entries first, old ones after: an exclusion being replaced never lapses */
+	for (int j = 0; j < n_want && !err && !add_err; j++) {
+		int same = 0;
+
+		for (int i = 0; i < n_have && !same; i++)
+			same = !memcmp(&have[i].key, &want[j].key, sizeof(want[j].key)) &&
+			       have[i].value == want[j].value;
+		if (same)
+			continue;
+		if (bpf_map_update_elem(fd, &want[j].key, &want[j].value, BPF_ANY))
+			add_err = -errno; /* a full map: still narrow it below */
+		else
+			say_entry("+", &want[j].key, want[j].value);
+	}
 	for (int i = 0; i < n_have && !err; i++) {
 		int keep = 0;
 
-		if (have[i].value != LISM_SCOPE_LOCAL && have[i].value != LISM_SCOPE_EXCLUDE)
+		/* an exclusion goes only once its replacement is in */
+		if (have[i].value != LISM_SCOPE_LOCAL && (have[i].value != LISM_SCOPE_EXCLUDE || add_err))
 			continue;
 		for (int j = 0; j < n_want && !keep; j++)
 			keep = !memcmp(&have[i].key, &want[j].key, sizeof(want[j].key));
@@ -161,29 +176,16 @@ static int reconcile_scope(const struct lism_opts *o, const char *pin_path)
 		else
 			say_entry("-", &have[i].key, have[i].value);
 	}
-	for (int j = 0; j < n_want && !err; j++) {
-		int same = 0;
-
-		for (int i = 0; i < n_have && !same; i++)
-			same = !memcmp(&have[i].key, &want[j].key, sizeof(want[j].key)) &&
-			       have[i].value == want[j].value;
-		if (same)
-			continue;
-		if (bpf_map_update_elem(fd, &want[j].key, &want[j].value, BPF_ANY))
-			err = -errno;
-		else
-			say_entry("+", &want[j].key, want[j].value);
-	}
 	free(want);
 	free(have);
 	close(fd);
-	return err;
+	return err ? err : add_err;
 }
 
 int lism_settings_reconcile(const struct lism_opts *o, char *not_applied, size_t len)
 {
 	struct lism_instance in;
-	int err, lockfd;
+	int err, part, lockfd;
 
 	not_applied[0] = '\0';
 	err = lism_instance_open(&in, o->pin_path);
@@ -195,11 +197,20 @@ int lism_settings_reconcile(const struct lism_opts *o, char *not_applied, size_t
 		lism_instance_close(&in);
 		return lockfd;
 	}
+	/* each part on its own: one that fails is named, the others still apply */
 	err = reconcile_device(o, &in, not_applied, len);
-	if (!err)
-		err = reconcile_ports(o, o->pin_path);
-	if (!err)
-		err = reconcile_scope(o, o->pin_path);
+	if (err)
+		add_name(not_applied, len, "max_dmbs"); /* the device record kept as it was */
+	part = reconcile_ports(o, o->pin_path);
+	if (part) {
+		add_name(not_applied, len, "ports");
+		err = err ? err : part;
+	}
+	part = reconcile_scope(o, o->pin_path);
+	if (part) {
+		add_name(not_applied, len, "scope");
+		err = err ? err : part;
+	}
 	close(lockfd);
 	lism_instance_close(&in);
 	return err;

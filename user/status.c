@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "event_types.h"
 #include "fastpath.h"
@@ -210,6 +211,16 @@ int lism_cmd_status(const struct lism_opts *o)
 	struct lism_snapshot s;
 	int err, xdp_on;
 
+	if (o->gone) {
+		struct stat st;
+
+		if (stat(o->pin_path, &st) && errno == ENOENT) {
+			printf("lism: nothing is pinned at %s\n", o->pin_path);
+			return LISM_EXIT_OK;
+		}
+		lism_err("%s is still there", o->pin_path);
+		return LISM_EXIT_STATE;
+	}
 	err = lism_instance_open(&in, o->pin_path);
 	if (err) {
 		if (err == -ENOENT) {

@@ -29,7 +29,7 @@
 #define LISM_DEV_F_NO_CHURN_DETECT (1u << 3) /* every connection may engage (churn.h off) */
 #define LISM_DEV_F_EAGER_SENDERS (1u << 4) /* members become senders at the handshake (sender.h off) */
 /*
- * Switched off for a drain (unload, or a pod's preStop: `set active drain`),
+ * Switched off for a drain (unload, or `set active drain`),
  * not by choice: a daemon that adopts the instance switches it on again.
  * Without it, an unload that timed out (connections outlived a pod's
  * grace period) left the node's instance off for good under the next pod.

@@ -1061,3 +1061,37 @@ Test(views, run_stays_up_until_it_can_load)
 	cr_assert_eq(rmdir(later_cgroup), 0, "%s", strerror(errno));
 	later_cgroup[0] = '\0';
 }
+
+/* A running daemon whose instance goes away (an unload behind its back) says so and loads it again. */
+Test(views, run_loads_again_when_its_instance_goes)
+{
+	char buf[8192] = "", body[1 << 16], args[PATH_MAX + 128], url[128];
+	int out, st, port = 29900 + getpid() % 90;
+
+	require_root();
+	env_up(&e, NULL);
+	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d --cgroup %s --log-interval 0", port, e.cgroup);
+	child = spawn_lism(args, &out);
+	cr_assert(wait_output(out, buf, sizeof(buf), "running;", 5000), "%s", buf);
+	cr_assert_eq(lism(&e, "unload --timeout 0"), 0);
+	cr_assert(wait_output(out, buf, sizeof(buf), "loading it again in 10 s", 15000), "not noticed: %s", buf);
+	cr_assert(strstr(buf, "went away"), "%s", buf);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", port);
+	cr_assert_eq(curl(url, body, sizeof(body)), 503, "%s", body);
+	cr_assert(strstr(body, "went away"), "%s", body);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+	cr_assert_eq(curl(url, body, sizeof(body)), 200);
+	cr_assert_eq(metric(body, "lism_up"), 0);
+	/* loaded afresh after the wait */
+	buf[0] = '\0';
+	cr_assert(wait_output(out, buf, sizeof(buf), "running;", 15000), "not loaded again: %s", buf);
+	cr_assert(strstr(buf, "loaded at"), "%s", buf);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", port);
+	cr_assert_eq(curl(url, body, sizeof(body)), 200, "%s", body);
+	kill(child, SIGTERM);
+	waitpid(child, &st, 0);
+	child = -1;
+	close(out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", WEXITSTATUS(st));
+	e.loaded = 1; /* env_down unloads it */
+}

@@ -3,7 +3,7 @@
 // containers first) its image, command and args with $(VAR) filled from its
 // ConfigMap (KEY=VALUE arguments override ConfigMap values, as an edited
 // ConfigMap would), privileges, read-only root, mounts (host path, mount
-// path, read-only, propagation), memory limit, probes' paths and preStop.
+// path, read-only, propagation), memory limit, probes' paths or commands.
 // Usage: node daemonset.mjs DIR NODE_MODULES DAEMONSET_NAME [KEY=VALUE ...]
 import fs from "node:fs";
 import path from "node:path";
@@ -35,7 +35,8 @@ const container = (c, init) => {
     const i = o.indexOf("=");
     env[o.slice(0, i)] = o.slice(i + 1);
   }
-  const fill = (s) => s.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (_, v) => env[v] ?? "");
+  // as the kubelet does: an undefined $(VAR) stays as written
+  const fill = (s) => s.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v) => env[v] ?? m);
   const sc = c.securityContext ?? {};
   return {
     name: c.name,
@@ -58,6 +59,7 @@ const container = (c, init) => {
     readiness: c.readinessProbe?.httpGet?.path ?? "",
     liveness: c.livenessProbe?.httpGet?.path ?? "",
     startup: c.startupProbe?.httpGet?.path ?? "",
+    readinessExec: c.readinessProbe?.exec?.command ?? [],
     preStop: (c.lifecycle?.preStop?.exec?.command ?? []).map(fill),
   };
 };

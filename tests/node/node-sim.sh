@@ -430,33 +430,39 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 pkill -f -- "--limit-rate 200k -o $tmp/held"
-wait "$held" 2>/dev/null
+{ wait "$held"; } 2>/dev/null
 check "lism conns inside the container lists the download's curl (the host's processes)" \
 	grep -q '/curl' "$tmp/conns.txt"
 progs_running=$(lism_progs)
 check "the container's programs are loaded ($progs_before before, $progs_running now)" \
 	[ "$progs_running" -gt "$progs_before" ]
 
-# --- memory, under the DaemonSet's limit (podman --memory): the peak of the container's cgroup
+# --- memory, under the DaemonSet's limit (podman --memory): the peak of each
+# lism container's own cgroup (BPF maps are charged to it), loading and
+# serving here, adopting and upgrading and idling with the probe below
 limit=$(field "$spec" lism memoryLimit)
-peak=0 ooms=0
-for f in $(find "$cgroot/$ctr-podman" /sys/fs/cgroup/memory/"$ctr-podman" \
-	\( -name memory.peak -o -name memory.max_usage_in_bytes \) 2>/dev/null); do
-	v=$(cat "$f")
-	[ "$v" -gt "$peak" ] && peak=$v
-done
-for f in $(find "$cgroot/$ctr-podman" -name memory.events 2>/dev/null); do
-	ooms=$((ooms + $(awk '$1 == "oom_kill" { print $2 }' "$f")))
-done
-for f in $(find /sys/fs/cgroup/memory/"$ctr-podman" -name memory.oom_control 2>/dev/null); do
-	ooms=$((ooms + $(awk '$1 == "oom_kill" { print $2 }' "$f")))
-done
-check "memory: peak $((peak >> 20)) MiB of the $((limit >> 20)) MiB limit, no OOM kill ($ooms)" \
-	[ "$peak" -gt 0 -a "$peak" -lt "$limit" -a "$ooms" = 0 ]
+mem_peak() { # container: "PEAK OOM_KILLS" of its cgroup (v2, or v1's memory controller)
+	local path peak=0 ooms=0 d
+	path=$(podman inspect -f '{{.State.CgroupPath}}' "$1")
+	for d in "$cgroot$path" "/sys/fs/cgroup/memory$path"; do
+		[ -r "$d/memory.peak" ] && peak=$(cat "$d/memory.peak")
+		[ -r "$d/memory.max_usage_in_bytes" ] && peak=$(cat "$d/memory.max_usage_in_bytes")
+		[ -r "$d/memory.events" ] && ooms=$(awk '$1 == "oom_kill" { print $2 }' "$d/memory.events")
+		[ -r "$d/memory.oom_control" ] && ooms=$(awk '$1 == "oom_kill" { print $2 }' "$d/memory.oom_control")
+	done
+	echo "$peak ${ooms:-0}"
+}
+check_memory() { # container, what it did
+	local peak ooms
+	read -r peak ooms < <(mem_peak "$1")
+	check "memory $2: peak $((peak >> 20)) MiB, at most half the $((limit >> 20)) MiB limit, no OOM kill ($ooms)" \
+		[ "$peak" -gt 0 -a "$peak" -le $((limit / 2)) -a "$ooms" = 0 ]
+}
+check_memory "$ctr" "loading and serving"
 
 # --- a rollout: the pod stops, its successor adopts what is pinned
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-wait 2>/dev/null
+{ wait; } 2>/dev/null
 pids=()
 podman --runtime runc stop -t 30 "$ctr" >/dev/null
 code=$(podman inspect -f '{{.State.ExitCode}}' "$ctr")
@@ -478,6 +484,12 @@ http_get "$port" /metrics >"$tmp/metrics.txt"
 check "the edited LISM_DMB_SIZE is not (fixed at load): lism_settings_not_applied{setting=\"dmb_size\"} 1" \
 	grep -qx 'lism_settings_not_applied{setting="dmb_size"} 1' "$tmp/metrics.txt"
 check "and the log says so" grep -q 'dmb-size .* not applied' <(podman logs "$ctr" 2>&1)
+check_memory "$ctr" "adopting and upgrading"
+cready=$(node -e 'const s=JSON.parse(process.argv[1]); console.log((s.containers[0].readinessExec ?? []).join(" "))' \
+	"$(spec_of "$root/deploy/kubernetes/cleanup" lism-cleanup)")
+podman exec "$ctr" $cready >/dev/null 2>&1
+rc=$?
+check "the cleanup's readiness probe ($cready) fails while lism is pinned (exit $rc)" [ "$rc" != 0 ]
 
 # --- a node where lism cannot load: its data path refused by the verifier
 # (LISM_TEST_REJECT), on a pin path of its own beside the running instance
@@ -498,6 +510,7 @@ metrics_say_why() {
 		grep -qx 'lism_feature_enabled{feature="data_path",core="1"} 0' "$tmp/metrics3.txt"
 }
 check "/metrics: lism_up 0, lism_not_running_info with the reason, data_path 0" metrics_say_why
+check_memory "$ctr-rejected" "failing to load and probing"
 podman --runtime runc stop -t 10 "$ctr-rejected" >/dev/null
 check "it exits 0 on SIGTERM, leaving no pins ($(podman inspect -f '{{.State.ExitCode}}' "$ctr-rejected"))" \
 	[ "$(podman inspect -f '{{.State.ExitCode}}' "$ctr-rejected")" = 0 -a ! -e "$bpffs/lism-rejected" ]
@@ -515,8 +528,11 @@ podman "${run_base[@]}" -d --name "$ctr-cleanup" "${copts[@]}" --entrypoint "${c
 	bad "starting the cleanup container"
 for _ in $(seq 100); do grep -q 'staying until stopped' <(podman logs "$ctr-cleanup" 2>&1) && break; sleep 0.2; done
 podman logs "$ctr-cleanup" 2>&1 | tail -2 | sed 's/^/node-sim: cleanup: /'
-check "the cleanup container unloads and stays running (Ready)" \
+check "the cleanup container unloads and stays running" \
 	[ "$(podman inspect -f '{{.State.Running}}' "$ctr-cleanup")" = true ]
+mapfile -t ready_cmd < <(node -e 'const s=JSON.parse(process.argv[1]); console.log((s.containers[0].readinessExec ?? []).join("\n"))' "$cspec")
+check "its readiness probe (${ready_cmd[*]}) passes now the node is clean" \
+	podman exec "$ctr-cleanup" "${ready_cmd[@]}"
 check "no pins left at $pin" [ ! -e "$pin" ]
 check "no program attached to the cgroup" [ -z "$(bpftool cgroup show "$cg" 2>/dev/null | tail -n +2)" ]
 for _ in $(seq 50); do

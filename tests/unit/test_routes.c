@@ -19,7 +19,7 @@ struct model {
 	__u8 local[MAXR];
 };
 
-enum { LO = 1, ETH0, VETH1, VETH2, VETH3, CNI0, TAP0, VXLAN0, TUNL0 };
+enum { LO = 1, ETH0, VETH1, VETH2, VETH3, CNI0, TAP0, VXLAN0, TUNL0, IPVS0, GONE };
 
 static void link_add(struct model *m, int ifindex, const char *kind, int master)
 {
@@ -215,16 +215,19 @@ Test(routes, blackhole_and_unreachable_are_not_local)
 Test(routes, other_tables_are_not_local)
 {
 	struct model m;
-	int r, tproxy;
+	int r, own;
 
 	node(&m);
 	link_add(&m, VETH1, "veth", 0);
 	r = route_add(&m, "10.244.0.5/32", RTN_UNICAST, 100, 0, VETH1);
-	tproxy = route_add(&m, "0.0.0.0/0", RTN_LOCAL, 100, 0, LO); /* TPROXY: local 0/0 table 100 */
+	route_add(&m, "0.0.0.0/0", RTN_LOCAL, 100, 0, LO); /* TPROXY: local 0/0 table 100 */
+	own = route_add(&m, "10.9.9.9/32", RTN_LOCAL, 100, 0, LO);
 	cr_assert_eq(classify(&m), 0);
 	m.routes[r].table = RT_TABLE_MAIN;
-	m.routes[tproxy].table = RT_TABLE_LOCAL;
+	m.routes[own].table = RT_TABLE_LOCAL;
 	cr_assert_eq(classify(&m), 2);
+	cr_assert_eq(m.local[r], 1);
+	cr_assert_eq(m.local[own], 1);
 }
 
 /* The node's own addresses: RTN_LOCAL in the local table, whatever its device. */
@@ -235,12 +238,102 @@ Test(routes, rtn_local_is_local)
 
 	node(&m);
 	own = route_add(&m, "192.168.1.10/32", RTN_LOCAL, RT_TABLE_LOCAL, 0, ETH0); /* on the uplink */
-	lo = route_add(&m, "127.0.0.0/8", RTN_LOCAL, RT_TABLE_LOCAL, 0, LO);
+	lo = route_add(&m, "127.0.0.1/32", RTN_LOCAL, RT_TABLE_LOCAL, 0, LO);
 	bcast = route_add(&m, "192.168.1.255/32", RTN_BROADCAST, RT_TABLE_LOCAL, 0, ETH0);
 	cr_assert_eq(classify(&m), 2);
 	cr_assert_eq(m.local[own], 1);
 	cr_assert_eq(m.local[lo], 1);
 	cr_assert_eq(m.local[bcast], 0);
+}
+
+/*
+ * AnyIP: "local 10.96.0.0/12 dev lo" makes the node answer for a whole
+ * range (Service CIDRs, on other nodes' behalf): only an RTN_LOCAL of one
+ * address puts it in scope.  127/8 is configured (scope.c), not from here.
+ */
+Test(routes, rtn_local_counts_only_host_routes)
+{
+	struct model m;
+	int any4, any6, lo8, host4, host6, lo;
+
+	node(&m);
+	any4 = route_add(&m, "10.96.0.0/12", RTN_LOCAL, RT_TABLE_LOCAL, 0, LO);
+	any6 = route_add(&m, "fd00:96::/108", RTN_LOCAL, RT_TABLE_LOCAL, 0, LO);
+	lo8 = route_add(&m, "127.0.0.0/8", RTN_LOCAL, RT_TABLE_LOCAL, 0, LO);
+	host4 = route_add(&m, "10.96.0.0/31", RTN_LOCAL, RT_TABLE_LOCAL, 0, LO);
+	host6 = route_add(&m, "fd00:96::/127", RTN_LOCAL, RT_TABLE_LOCAL, 0, LO);
+	lo = route_add(&m, "127.0.0.1/32", RTN_LOCAL, RT_TABLE_LOCAL, 0, LO);
+	cr_assert_eq(classify(&m), 1);
+	cr_assert_eq(m.local[any4], 0, "an IPv4 AnyIP prefix");
+	cr_assert_eq(m.local[any6], 0, "an IPv6 AnyIP prefix");
+	cr_assert_eq(m.local[lo8], 0);
+	cr_assert_eq(m.local[host4], 0, "a /31 is two addresses");
+	cr_assert_eq(m.local[host6], 0, "a /127 is two addresses");
+	cr_assert_eq(m.local[lo], 1);
+	/* the same rows as host routes are local */
+	cr_assert_eq(lism_parse_cidr("10.96.0.0/32", &m.routes[host4].dst), 0);
+	cr_assert_eq(lism_parse_cidr("fd00:96::/128", &m.routes[host6].dst), 0);
+	cr_assert_eq(classify(&m), 3);
+	cr_assert_eq(m.local[host4], 1);
+	cr_assert_eq(m.local[host6], 1);
+	cr_assert_eq(m.local[any4], 0);
+}
+
+/*
+ * Every veth has an fe80::/128 of its own in the local table, and the same
+ * address may be on any link: link-local addresses are never local, as
+ * link-local prefixes are not (2-3 entries a pod otherwise, of 1024).
+ */
+Test(routes, rtn_local_link_local_addresses_are_not_local)
+{
+	struct model m;
+	int ll6, ll4, g6, g4;
+
+	node(&m);
+	link_add(&m, VETH1, "veth", 0);
+	ll6 = route_add(&m, "fe80::a8c1:abff:fe12:3456/128", RTN_LOCAL, RT_TABLE_LOCAL, 0, VETH1);
+	ll4 = route_add(&m, "169.254.20.10/32", RTN_LOCAL, RT_TABLE_LOCAL, 0, LO);
+	/* twins just outside fe80::/10 and 169.254/16 */
+	g6 = route_add(&m, "fec0::a8c1:abff:fe12:3456/128", RTN_LOCAL, RT_TABLE_LOCAL, 0, VETH1);
+	g4 = route_add(&m, "169.255.20.10/32", RTN_LOCAL, RT_TABLE_LOCAL, 0, LO);
+	cr_assert_eq(classify(&m), 2);
+	cr_assert_eq(m.local[ll6], 0, "a veth's fe80:: address");
+	cr_assert_eq(m.local[ll4], 0, "a 169.254/16 address");
+	cr_assert_eq(m.local[g6], 1);
+	cr_assert_eq(m.local[g4], 1);
+	/* the other end of the range too */
+	cr_assert_eq(lism_parse_cidr("febf::1/128", &m.routes[g6].dst), 0);
+	cr_assert_eq(classify(&m), 1);
+	cr_assert_eq(m.local[g6], 0);
+}
+
+/*
+ * kube-proxy in IPVS mode (and kube-router) binds every ClusterIP to the
+ * dummy kube-ipvs0: the kernel takes them as its own, then DNATs them to
+ * backends that may be on other nodes.  An RTN_LOCAL on a dummy is not
+ * local; nor on a device the link dump did not have.
+ */
+Test(routes, rtn_local_on_a_dummy_is_not_local)
+{
+	struct model m;
+	int svc4, svc6, own, gone;
+
+	node(&m);
+	link_add(&m, IPVS0, "dummy", 0);
+	svc4 = route_add(&m, "10.96.0.10/32", RTN_LOCAL, RT_TABLE_LOCAL, 0, IPVS0);
+	svc6 = route_add(&m, "fd00:96::a/128", RTN_LOCAL, RT_TABLE_LOCAL, 0, IPVS0);
+	own = route_add(&m, "192.168.1.10/32", RTN_LOCAL, RT_TABLE_LOCAL, 0, ETH0);
+	gone = route_add(&m, "192.168.1.11/32", RTN_LOCAL, RT_TABLE_LOCAL, 0, GONE);
+	cr_assert_eq(classify(&m), 1);
+	cr_assert_eq(m.local[svc4], 0, "a ClusterIP on kube-ipvs0");
+	cr_assert_eq(m.local[svc6], 0, "an IPv6 ClusterIP on kube-ipvs0");
+	cr_assert_eq(m.local[own], 1);
+	cr_assert_eq(m.local[gone], 0, "a device not in the link dump");
+	/* the same addresses on a device of another kind are the node's */
+	snprintf(m.links[2].kind, sizeof(m.links[2].kind), "%s", "bond");
+	cr_assert_eq(classify(&m), 3);
+	cr_assert_eq(m.local[svc4], 1);
+	cr_assert_eq(m.local[svc6], 1);
 }
 
 Test(routes, ipv6)
