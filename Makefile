@@ -56,7 +56,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 
-.PHONY: all deps run test unit integration fuzz soak bench bench-fastpath bench-deps image push check-manifests install clean help
+.PHONY: all deps run test unit integration fuzz soak bench bench-fastpath bench-deps image push check-manifests vmtest install clean help
 .DEFAULT_GOAL := all
 # keep generated objects between the skeleton steps
 .SECONDARY:
@@ -76,6 +76,7 @@ help:
 	@echo 'make bench-fastpath  pod to pod through a node namespace, with and without lism xdp'
 	@echo 'make image        the node agent image $(IMAGE) (podman, from scratch, nothing pulled)'
 	@echo 'make push REGISTRY=HOST/PATH   tag it HOST/PATH/lism:$(RELEASE) and push it'
+	@echo 'make vmtest [KERNEL=6.1]  lism on Debian 12 kernels under qemu: probe, load, suites (root)'
 	@echo 'make check-manifests  validate deploy/kubernetes offline: schema, the API server'\''s rules, policy (npm)'
 	@echo 'make install      install lism to $(PREFIX)/sbin and lism(8)'
 	@echo 'make clean        remove $(BUILD)/'
@@ -220,6 +221,13 @@ $(BUILD)/bench/%: bench/%.c bench/bench_util.h | $(BUILD)/bench
 
 bench-deps: deps
 	$(call apt_missing,$(BENCH_PACKAGES))
+
+# lism on Debian 12's 6.1 and 6.12 cloud kernels under qemu (tests/vm/vmtest.sh):
+#   make vmtest [KERNEL=6.1] [VMTEST_SUITES='fallback/* scope/*']
+VM_PACKAGES := qemu-system-x86 python3
+vmtest: deps all $(BUILD)/tests/integration
+	$(call apt_missing,$(VM_PACKAGES))
+	$(Q)VMTEST_SUITES='$(VMTEST_SUITES)' tests/vm/vmtest.sh $(BUILD) $(KERNEL)
 
 bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup
 	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/bench.py
