@@ -23,6 +23,11 @@ mkdir -p "$work/debs"
 
 die() { echo "vmtest: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (virtiofsd shares / as root; the guest's tests load BPF)"
+# the guest has fresh tmpfs on /tmp, /run and /var/tmp: only the checkout stays visible there
+case $build in
+"$root"/*) ;;
+/tmp/* | /run/* | /var/tmp/*) die "BUILD $build: outside the checkout, under a directory the guest replaces" ;;
+esac
 for f in "$build/lism" "$build/tests/integration"; do
 	[ -x "$f" ] || die "$f is missing: run 'make all $build/tests/integration' first"
 done
@@ -60,6 +65,7 @@ fi
 
 # What the guest runs (in this machine's root, chrooted): lines "vmtest-*" for the matrix.
 cat >"$work/guest.sh" <<EOF
+set -f # the suites are Criterion filters, not globs
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin LISM_BIN=$build/lism CI=true
 cd $root
 echo "vmtest-kernel: \$(uname -r)"
@@ -85,6 +91,7 @@ $build/lism unload --timeout 5 >/dev/null 2>&1
 for s in $suites; do
 	out=\$(timeout 1800 $build/tests/integration --jobs 1 --filter "\$s" 2>&1)
 	echo "\$out" | grep -E '^\[FAIL\]' | sed 's/^\[FAIL\] /vmtest-fail: /; s/: ([0-9.]*s)\$//'
+	echo "\$out" | grep -E '^\[----\] +[^ ]' | grep -v 'Assertion Failed' | head -40 | sed 's/^\[----\] */vmtest-why: /'
 	syn=\$(echo "\$out" | grep 'Synthesis:' | tail -1)
 	echo "vmtest-suite: \$s \${syn:-no synthesis}"
 done
@@ -95,7 +102,7 @@ for fam in "${families[@]}"; do
 	kdir=$(kernel_of "$fam") || exit 1
 	ver=$(ls "$kdir/lib/modules")
 	python3 "$here/initramfs.py" "$work/initrd-$ver" "$kdir" "$busybox" "$here/init" \
-		virtio_pci fuse virtiofs veth net/ drivers/net/ fs/overlayfs/ lib/ crypto/ >/dev/null || die "initramfs for $ver"
+		virtio_pci fuse virtiofs veth tun net/ drivers/net/ fs/overlayfs/ lib/ crypto/ >/dev/null || die "initramfs for $ver"
 	sock=$work/virtiofs-$$.sock
 	rm -f "$sock"
 	"$virtiofsd" --socket-path="$sock" -o source=/ -o cache=none -o sandbox=chroot >"$work/virtiofsd-$ver.log" 2>&1 &
@@ -107,7 +114,7 @@ for fam in "${families[@]}"; do
 		-object memory-backend-memfd,id=mem,size=2048M,share=on -numa node,memdev=mem \
 		-chardev socket,id=vfs,path="$sock" -device vhost-user-fs-pci,chardev=vfs,tag=hostroot \
 		-kernel "$kdir/boot/vmlinuz-$ver" -initrd "$work/initrd-$ver" \
-		-append "console=ttyS0 quiet panic=-1 vmtest.script=$work/guest.sh" \
+		-append "console=ttyS0 quiet panic=-1 vmtest.script=$work/guest.sh vmtest.keep=$root" \
 		-display none -serial stdio -no-reboot </dev/null 2>&1 | tr -d '\r' >"$work/console-$ver.log"
 	kill "$vpid" 2>/dev/null
 	wait "$vpid" 2>/dev/null
@@ -154,6 +161,8 @@ for path in sys.argv[1:]:
             r["suites"].append(v)
         elif k == "fail":
             r["fails"].append(v)
+        elif k == "why":
+            r["fails"].append("    " + v)
     rows.append(r)
 names = []
 for r in rows:
