@@ -67,15 +67,6 @@ static int is_default(const struct lism_route *r)
 	return r->dst.prefixlen == (is_v4(r) ? 96u : 0u);
 }
 
-static int is_link_local(const struct lism_route *r)
-{
-	const __u8 *a = r->dst.addr;
-
-	if (is_v4(r))
-		return r->dst.prefixlen >= 96 + 16 && a[12] == 169 && a[13] == 254;
-	return r->dst.prefixlen >= 10 && a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
-}
-
 static const struct lism_route_link *link_of(const struct lism_route_model *m, int ifindex)
 {
 	for (int i = 0; i < m->n_links; i++)
@@ -122,7 +113,7 @@ static int route_local(const struct lism_route_model *m, const struct lism_route
 {
 	const struct lism_route_link *l;
 
-	if (is_link_local(r))
+	if (lism_cidr_link_local(&r->dst))
 		return 0;
 	if (r->type == RTN_LOCAL) {
 		/* one address (IPv4 keys are /96 + len: a /32 is 128 too), on a device we know */

@@ -10,11 +10,23 @@
 #include "lism/abi.h"
 #include "scope.h"
 
-int lism_scope_key_is_v4(const struct lism_scope_key *k)
+static int is_mapped(const __u8 *addr, __u32 prefixlen)
 {
 	static const __u8 mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
-	return k->prefixlen >= 96 && !memcmp(k->addr, mapped, sizeof(mapped));
+	return prefixlen >= 96 && !memcmp(addr, mapped, sizeof(mapped));
+}
+
+int lism_scope_key_is_v4(const struct lism_scope_key *k)
+{
+	return is_mapped(k->addr, k->prefixlen);
+}
+
+int lism_cidr_link_local(const struct lism_cidr *c)
+{
+	if (is_mapped(c->addr, c->prefixlen))
+		return c->prefixlen >= 96 + 16 && c->addr[12] == 169 && c->addr[13] == 254;
+	return c->prefixlen >= 10 && c->addr[0] == 0xfe && (c->addr[1] & 0xc0) == 0x80;
 }
 
 static int push(struct lism_scope_entry **v, int *n, int *cap, const struct lism_cidr *c, __u8 value)
@@ -48,13 +60,6 @@ static int push_unique(struct lism_scope_entry **v, int *n, int *cap, const stru
 	return push(v, n, cap, c, value);
 }
 
-/* fe80::/10, 169.254/16: the same address may be on every link, and the key names no device */
-static int link_local(const struct lism_cidr *c)
-{
-	return (c->addr[10] == 0xff && c->addr[11] == 0xff && c->addr[12] == 169 && c->addr[13] == 254) ||
-	       (c->addr[0] == 0xfe && (c->addr[1] & 0xc0) == 0x80);
-}
-
 int lism_scope_entries(const struct lism_cidr *local, int n_local, const struct lism_cidr *exclude,
 		       int n_exclude, int with_addrs, struct lism_scope_entry **out, int *n_out)
 {
@@ -82,7 +87,7 @@ int lism_scope_entries(const struct lism_cidr *local, int n_local, const struct 
 				continue;
 			}
 			c.prefixlen = 128;
-			if (!link_local(&c))
+			if (!lism_cidr_link_local(&c))
 				err = push_unique(&v, &n, &cap, &c, LISM_SCOPE_LOCAL);
 		}
 		freeifaddrs(ifa);

@@ -29,6 +29,11 @@ int lism_scope_entries(const struct lism_cidr *local, int n_local, const struct 
 int lism_scope_read(int fd, struct lism_scope_entry **out, int *n_out);
 /* An IPv4 prefix in its IPv4-mapped form. */
 int lism_scope_key_is_v4(const struct lism_scope_key *k);
+/*
+ * Inside fe80::/10 or 169.254/16: the same address may be on every link,
+ * and a scope key names no device, so such prefixes are never in scope.
+ */
+int lism_cidr_link_local(const struct lism_cidr *c);
 
 /*
  * Fill the pinned scope map @fd; @n_out gets the number of entries.  The

@@ -60,7 +60,6 @@ const container = (c, init) => {
     liveness: c.livenessProbe?.httpGet?.path ?? "",
     startup: c.startupProbe?.httpGet?.path ?? "",
     readinessExec: c.readinessProbe?.exec?.command ?? [],
-    preStop: (c.lifecycle?.preStop?.exec?.command ?? []).map(fill),
   };
 };
 console.log(JSON.stringify({

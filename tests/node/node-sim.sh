@@ -240,7 +240,8 @@ wait_http() { # port, path: until it answers 2xx (20 s)
 }
 echo "node-sim: podman run ${opts[*]} $image ${cmd[*]:1} ${args[*]}"
 start_lism "$ctr" -- "${args[@]}" || { bad "starting the lism container"; finish; }
-check "the container serves /livez (its liveness and startup probe)" wait_http "$port" "$(field "$spec" lism liveness)"
+check "the container passes its startup probe ($(field "$spec" lism startup))" wait_http "$port" "$(field "$spec" lism startup)"
+check "and its liveness probe ($(field "$spec" lism liveness))" wait_http "$port" "$(field "$spec" lism liveness)"
 check "it loads lism and /healthz (its readiness probe) answers 200" wait_http "$port" "$(field "$spec" lism readiness)"
 http_get "$port" /healthz >/dev/null || { podman logs "$ctr" | tail -20; finish; }
 lism_in() { podman exec "$ctr" /usr/sbin/lism "$@" --pin-path "$pin_in"; }
@@ -382,6 +383,10 @@ check "SYNs to the other node's pod carry no lism option ($(syn_count "$ns_r" 80
 in_cgroup "$ns_a" curl -fsS -o /dev/null -r 0-0 http://10.244.2.2:8080/blob
 check "a SYN to a local pod by its IP carries it ($(syn_count "$ns_b" 8080 opt) with the option)" \
 	[ "$(syn_count "$ns_b" 8080 opt)" -ge 1 ]
+# the three pod subnets on their veths at least (and the node's own addresses)
+routes_n=$(http_get "$port" /metrics | awk '$1 == "lism_scope_route_entries" { print $2 }')
+check "/metrics counts the scope's entries from routes (lism_scope_route_entries ${routes_n:-missing})" \
+	[ "${routes_n:-0}" -ge 3 ]
 
 # --- the veth fast path, from the same image with the same privileges plus
 # CAP_SYS_ADMIN (what enabling it asks of the DaemonSet), in the node's
