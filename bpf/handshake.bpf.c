@@ -22,7 +22,18 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+/*
+ * The kernel socket behind the context, request socks included (s->sk is
+ * NULL for them): bpf_sock_ops_kern.sk, read where the context lies, since
+ * bpf_cast_to_kern_ctx() is 6.2's and lism's handshake runs on 6.1.
+ */
+static __always_inline void *ctx_sock(struct bpf_sock_ops *s)
+{
+	void *sk = NULL;
+
+	bpf_probe_read_kernel(&sk, sizeof(sk), (void *)s + bpf_core_field_offset(struct bpf_sock_ops_kern, sk));
+	return sk;
+}
 
 /*
  * Whether the socket's file is in non-blocking mode.  Connection setup only,
@@ -186,8 +197,7 @@ static __always_inline int store_opt(struct bpf_sock_ops *s, __u64 gid, __u64 to
 /* Blocking mode of the listener a request sock (SYN-ACK callbacks) belongs to. */
 static __always_inline int request_listener_nonblocking(struct bpf_sock_ops *s)
 {
-	struct bpf_sock_ops_kern *k = bpf_cast_to_kern_ctx(s);
-	struct request_sock *req = (struct request_sock *)k->sk;
+	struct request_sock *req = ctx_sock(s);
 	struct sock *lsk = BPF_CORE_READ(req, __req_common.skc_listener); /* rsk_listener */
 
 	return lsk && sock_nonblocking(lsk);
@@ -196,8 +206,7 @@ static __always_inline int request_listener_nonblocking(struct bpf_sock_ops *s)
 /* The request sock's sequence numbers: the client's ISN, and the one of our SYN-ACK. */
 static __always_inline void request_isns(struct bpf_sock_ops *s, __u32 *rcv_isn, __u32 *snt_isn)
 {
-	struct bpf_sock_ops_kern *k = bpf_cast_to_kern_ctx(s);
-	struct tcp_request_sock *treq = (struct tcp_request_sock *)k->sk;
+	struct tcp_request_sock *treq = ctx_sock(s);
 
 	*rcv_isn = BPF_CORE_READ(treq, rcv_isn);
 	*snt_isn = BPF_CORE_READ(treq, snt_isn);
@@ -299,9 +308,7 @@ static __noinline int nested_owner(__u64 sk, __u32 own_socks)
 /* The socket's kernel address as a plain number (probe reads take it; the verifier's pointer would not). */
 static __always_inline __u64 sock_addr(struct bpf_sock_ops *s)
 {
-	struct bpf_sock_ops_kern *k = bpf_cast_to_kern_ctx(s);
-
-	return (__u64)BPF_CORE_READ(k, sk);
+	return (__u64)ctx_sock(s);
 }
 
 static void on_connect(struct bpf_sock_ops *s)
@@ -512,7 +519,9 @@ static __always_inline void check_member_mode(struct bpf_sock_ops *s, struct lis
 	    ((e->conn_flags & LISM_CONN_PEER_SENDS) && !(e->conn_flags & LISM_CONN_SEEN_BLOCKING)))
 		return;
 	ud = (__u64)BPF_CORE_READ(ksk, sk_user_data) & ~SK_USER_DATA_FLAGS;
-	if (ud && BPF_CORE_READ((struct sk_psock *)ud, msg_tot_len))
+	/* a kernel without the count runs no data path (the probe): nothing is queued */
+	if (ud && bpf_core_field_exists(((struct sk_psock *)0)->msg_tot_len) &&
+	    BPF_CORE_READ((struct sk_psock *)ud, msg_tot_len))
 		return; /* next packet */
 	ptoken = st->peer_token;
 	leave(st->token);
@@ -644,6 +653,9 @@ static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b)
  * too: at once with --eager-senders, else when data went both ways
  * (sender.h), watched from our outgoing packets -- never if our send
  * buffer or unsent-bytes limit is too small for the data path.
+ * Returns 0, -1 if the maps refused it, or 1 when this instance runs no data
+ * path (its kernel lacks one, or the verifier refused it): the pair is
+ * confirmed all the same and its bytes stay on TCP.
  */
 static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device *d,
 				struct lism_dmb *e, struct lism_sk *st)
@@ -652,6 +664,15 @@ static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device
 	__u64 key = st->token;
 	struct tcp_sock *tp;
 
+	if (!(d->flags & LISM_DEV_F_DATA_PATH)) {
+		st->flags = LISM_SKF_MODE_KNOWN; /* nothing to watch: it never joins */
+		st->reason = LISM_R_NO_DATA_PATH;
+		__sync_fetch_and_or(&e->conn_flags, LISM_CONN_NO_DATA_PATH);
+		reason_count(LISM_R_NO_DATA_PATH);
+		if (st->role == LISM_ROLE_PASSIVE)
+			set_owner(s, e, st->slot);
+		return 1;
+	}
 	if (!sk || bpf_sock_hash_update(s, &shortcut, &key, BPF_NOEXIST))
 		return -1;
 	tp = bpf_skc_to_tcp_sock(sk);
@@ -723,7 +744,8 @@ static void on_active_established(struct bpf_sock_ops *s)
 		sk_fallback(s, st, se, LISM_R_HANDSHAKE_INVALID);
 		return;
 	}
-	if (join(s, d, se, st)) {
+	err = join(s, d, se, st);
+	if (err < 0) {
 		sk_fallback(s, st, se, LISM_R_SOCKMAP);
 		return;
 	}
@@ -731,7 +753,7 @@ static void on_active_established(struct bpf_sock_ops *s)
 	st->peer_slot = lism_token_slot(o.token);
 	if (st->sender == LISM_SND_JOINED) /* --eager-senders */
 		mark_peer_receives(st);
-	st->tx = LISM_TX_SYNC;
+	st->tx = err ? LISM_TX_TCP : LISM_TX_SYNC;
 	st->state = LISM_ST_READY;
 	se->state = LISM_ST_READY;
 }
@@ -765,6 +787,7 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	struct lism_opt o;
 	__u64 rtoken;
 	struct addr6 r;
+	int joined;
 
 	if (!d || !sk || nested_owner(sock_addr(s), d->socks_id))
 		return;
@@ -821,7 +844,8 @@ static void on_passive_established(struct bpf_sock_ops *s)
 		sk_fallback(s, st, re, LISM_R_PEER_DECLINED);
 		return;
 	}
-	if (join(s, d, re, st)) {
+	joined = join(s, d, re, st);
+	if (joined < 0) {
 		decline_active(se, o.token, LISM_R_SOCKMAP);
 		sk_fallback(s, st, re, LISM_R_SOCKMAP);
 		return;
@@ -830,9 +854,11 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	st->peer_slot = lism_token_slot(o.token);
 	if (st->sender == LISM_SND_JOINED) /* --eager-senders */
 		mark_peer_receives(st);
-	st->tx = LISM_TX_SYNC;
+	st->tx = joined ? LISM_TX_TCP : LISM_TX_SYNC;
 	st->state = LISM_ST_CONFIRMED;
 	confirm(re, se);
+	if (joined)
+		return; /* no data path: nothing to watch */
 	/*
 	 * Its blocking mode is only known after accept(): look again at each
 	 * packet it sends (it ACKs whatever TCP data reaches it).  Incoming
@@ -931,17 +957,4 @@ int lism_sockops(struct bpf_sock_ops *s)
 		break;
 	}
 	return 1;
-}
-
-/*
- * Sets the sender join timer's callback (sender.bpf.h), run by the loader
- * through BPF_PROG_RUN at load and at load --upgrade, like
- * lism_sweep_start: the callback is verified as a tc program's, which may
- * update sockmaps.  Returns 1 when the timer is ready.
- */
-SEC("tc")
-int lism_sender_start(struct __sk_buff *skb)
-{
-	(void)skb;
-	return sender_start();
 }

@@ -194,10 +194,15 @@ static int sender_tick(void *map, __u32 *key, struct lism_sender_join *sj)
 	return 0;
 }
 
-/* Whether the socket's application set SO_SNDBUF itself (TCP then leaves the size alone). */
+/*
+ * Whether the socket's application set SO_SNDBUF itself (TCP then leaves the
+ * size alone).  A bitfield until 6.2 (sk_userlocks:4): read as one.
+ */
 static __always_inline int sndbuf_set_by_app(const struct tcp_sock *tp)
 {
-	return tp->inet_conn.icsk_inet.sk.sk_userlocks & SOCK_SNDBUF_LOCK;
+	const struct sock *sk = (const struct sock *)tp;
+
+	return BPF_CORE_READ_BITFIELD_PROBED(sk, sk_userlocks) & SOCK_SNDBUF_LOCK;
 }
 
 /*

@@ -18,7 +18,7 @@
  * also goes to TCP for a while, where such streams run faster (stream.h).
  * A sender that sends less than half through the shortcut leaves (sender.h).
  */
-#include "lism.bpf.h"
+#include "sender.bpf.h"
 #include "lism/rmem.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -200,7 +200,7 @@ static __always_inline void judge_window(struct lism_sk *st, const struct tcp_so
 	st->win_sc = 0;
 }
 
-const volatile bool lism_test_reject_data_path = false; /* LISM_TEST_REJECT_POINT */
+const volatile bool lism_test_reject = false; /* LISM_TEST_REJECT_POINT */
 
 SEC("sk_msg")
 int lism_msg(struct sk_msg_md *msg)
@@ -212,7 +212,7 @@ int lism_msg(struct sk_msg_md *msg)
 	__u32 size = msg->size, unread, slot, bucket;
 	__u64 *owner, *hist, peer;
 
-	LISM_TEST_REJECT_POINT(lism_test_reject_data_path);
+	LISM_TEST_REJECT_POINT(lism_test_reject);
 	if (!sk)
 		return SK_PASS;
 	/*
@@ -331,4 +331,17 @@ tcp:
 	count_tcp_bytes(st, size);
 	stat_add(LISM_S_TCP_MSGS, 1);
 	return SK_PASS;
+}
+
+/*
+ * Sets the sender join timer's callback (sender.bpf.h), run by the loader
+ * through BPF_PROG_RUN when the data path starts, at load and at load
+ * --upgrade, like lism_sweep_start: the callback is verified as a tc
+ * program's, which may update sockmaps.  Returns 1 when the timer is ready.
+ */
+SEC("tc")
+int lism_sender_start(struct __sk_buff *skb)
+{
+	(void)skb;
+	return sender_start();
 }

@@ -19,6 +19,10 @@ enum lism_conn_mode lism_conn_mode(const struct lism_conn *c, unsigned int *reas
 	const struct lism_sk *st = &c->row.st;
 
 	*reason = LISM_R_NONE;
+	if (c->has_me && c->me.state == LISM_ST_CONFIRMED && (c->me.conn_flags & LISM_CONN_NO_DATA_PATH)) {
+		*reason = LISM_R_NO_DATA_PATH; /* paired, and no data path to carry it */
+		return LISM_VIEW_TCP;
+	}
 	if (c->has_me && c->me.state == LISM_ST_CONFIRMED)
 		return LISM_VIEW_SHORTCUT;
 	if (c->has_me && c->me.state == LISM_ST_FALLBACK) { /* its peer left the shortcut */
@@ -229,6 +233,7 @@ static struct json_object *jconn_flags(__u32 flags)
 		{ LISM_CONN_CLOSED, "closed" },
 		{ LISM_CONN_ABORT, "abort" },
 		{ LISM_CONN_SEEN_BLOCKING, "seen_blocking" },
+		{ LISM_CONN_NO_DATA_PATH, "no_data_path" },
 	};
 	struct json_object *a = json_object_new_array();
 

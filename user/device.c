@@ -193,7 +193,8 @@ static int scan_table(const struct lism_instance *in, __u32 capacity, __u32 *con
 				continue;
 			if (vals[i].state == LISM_ST_CONFIRMED && vals[i].role == LISM_ROLE_ACTIVE)
 				(*confirmed)++;
-			if (vals[i].state == LISM_ST_CONFIRMED || vals[i].state == LISM_ST_READY)
+			if ((vals[i].state == LISM_ST_CONFIRMED || vals[i].state == LISM_ST_READY) &&
+			    !(vals[i].conn_flags & LISM_CONN_NO_DATA_PATH))
 				(*joined)++;
 		}
 		if (err || !n) { /* ENOENT: that was the last batch */

@@ -33,7 +33,8 @@ struct lism_snapshot {
 	__u64 reasons[LISM_R_MAX];
 	__u64 sizes[LISM_HIST_BUCKETS]; /* shortcut sends per size bucket */
 	__u32 confirmed;        /* connections with both ends CONFIRMED */
-	__u32 shortcut_sockets; /* ends that joined the shortcut map (READY or CONFIRMED entries) */
+	__u32 shortcut_sockets; /* ends that joined the shortcut map (READY or CONFIRMED entries, paired
+				   without a data path not counted) */
 	__u32 sender_sockets;   /* of those, ends whose sends run the data path (the senders map) */
 	int attached;           /* the cgroup link is pinned */
 	__u32 events_followed;  /* LISM_EV_TYPE() mask of the event types a reader holds a lease on */

@@ -23,9 +23,9 @@ static const struct lism_feature_info table[LISM_F_MAX] = {
 	[LISM_F_DATA_PATH] = {
 		.name = "data_path",
 		.title = "the data path",
-		.core = 1,
 		.programs = "lism_msg, lism_sender_start",
-		.without = "no byte takes the shortcut: lism does not load",
+		.without = "pairs are confirmed and their bytes stay on TCP (reason no-data-path); the "
+			   "handshake, the DMB table and the views work",
 	},
 	[LISM_F_CONNS] = {
 		.name = "conns",

@@ -26,7 +26,6 @@
 #include "feature.h"
 #include "load_log.h"
 #include "loader.h"
-#include "lism/rmem.h"
 #include "lism/sender.h"
 #include "log.h"
 #include "objects.h"
@@ -218,26 +217,17 @@ static int pin_at(const char *dir, const char *name, int (*pin)(void *, const ch
 	return pin(obj, path);
 }
 
-/* The core programs' pins (the link pins itself). */
+/* The core program's pin (the link pins itself). */
 static int pin_programs(struct lism_bpf *skel, const char *dir, int replace)
 {
-	int err = pin_at(dir, LISM_PIN_PROG_MSG, pin_prog, skel->progs.lism_msg, replace);
+	int err = pin_at(dir, LISM_PIN_PROG_SOCKOPS, pin_prog, skel->progs.lism_sockops, replace);
 
-	if (!err)
-		err = pin_at(dir, LISM_PIN_PROG_SOCKOPS, pin_prog, skel->progs.lism_sockops, replace);
-	/* the sender join timer's callback is this program's: its id shows which one runs */
-	if (!err)
-		err = pin_at(dir, LISM_PIN_PROG_SENDER, pin_prog, skel->progs.lism_sender_start, replace);
 	if (err)
-		lism_err("pinning the programs failed: %s", strerror(-err));
+		lism_err("pinning the handshake program failed: %s", strerror(-err));
 	return err;
 }
 
-/*
- * Before load: the token table and everything indexed like it have one
- * entry per DMB; the data path counts socket memory in the kernel's pages,
- * whose size no BTF names (include/lism/rmem.h).
- */
+/* Before load: the token table and everything indexed like it have one entry per DMB. */
 static void configure_object(struct lism_bpf *skel, __u32 entries)
 {
 	bpf_map__set_max_entries(skel->maps.dmbs, entries);
@@ -247,9 +237,7 @@ static void configure_object(struct lism_bpf *skel, __u32 entries)
 	bpf_map__set_max_entries(skel->maps.senders, entries);
 	bpf_map__set_max_entries(skel->maps.sender_queue, entries);
 	bpf_map__set_max_entries(skel->maps.sender_leaves, entries);
-	skel->rodata->lism_page_shift = lism_rmem_page_shift(sysconf(_SC_PAGESIZE));
 	skel->rodata->lism_test_reject_handshake = lism_test_reject(LISM_F_HANDSHAKE);
-	skel->rodata->lism_test_reject_data_path = lism_test_reject(LISM_F_DATA_PATH);
 }
 
 /*
@@ -320,7 +308,6 @@ static void start_features(const char *pin_path, const struct lism_probe *p,
 {
 	memset(st, 0, sizeof(*st) * LISM_F_MAX);
 	lism_feature_on(&st[LISM_F_HANDSHAKE]);
-	lism_feature_on(&st[LISM_F_DATA_PATH]);
 	lism_probed_features(p, st);
 	lism_optional_load(pin_path, p, st);
 	if (lism_features_write(pin_path, st))
@@ -337,28 +324,6 @@ static void say_features(const struct lism_feature_state st[LISM_F_MAX])
 			lism_feature_off_line(f, &st[f], line, sizeof(line));
 			printf("lism: note: %s\n", line);
 		}
-}
-
-/*
- * The timer that makes members senders (bpf/sender.bpf.h) runs the callback
- * lism_sender_start sets; the handshake program can only start it.  At an
- * upgrade the new program's callback replaces the old one in place
- * (bpf_timer_set_callback on a live timer), so nothing queued is dropped;
- * if setting it fails, the old callback stays (a failed start after it
- * leaves the new one set: it runs at the next join).
- */
-static int start_sender_joins(struct lism_bpf *skel)
-{
-	__u32 retval = 0;
-	int err = lism_prog_run_once(bpf_program__fd(skel->progs.lism_sender_start), &retval);
-
-	if (err || retval != 1) {
-		lism_err("starting the sender join timer failed: %s",
-			 err ? strerror(-err) : "the kernel refused the timer");
-		lism_hint("without it no connection's sends would use the shortcut");
-		return err ? err : -EINVAL;
-	}
-	return 0;
 }
 
 /* The @idx-th number (from 0) of a sysctl of this network namespace: 0, or -1 if unreadable. */
@@ -503,14 +468,6 @@ static int upgrade(const struct lism_opts *o)
 	}
 	/* reuses every pinned map, or fails if one differs (then: unload, load) */
 	if (load_core(skel, "loading the new programs over the pinned maps"))
-		goto out;
-	if (bpf_prog_attach(bpf_program__fd(skel->progs.lism_msg),
-			    bpf_map__fd(skel->maps.senders), BPF_SK_MSG_VERDICT, 0)) {
-		lism_err("attaching the new sk_msg program failed: %s", strerror(errno));
-		goto out;
-	}
-	/* before the link switch: if it fails, the old handshake program stays in force */
-	if (start_sender_joins(skel))
 		goto out;
 	if (lism_pin_join(path, sizeof(path), o->pin_path, LISM_PIN_LINK_SOCKOPS))
 		goto out;
@@ -680,14 +637,6 @@ int lism_cmd_load(const struct lism_opts *o)
 		lism_err("initialising the maps failed: %s", strerror(-err));
 		goto cleanup;
 	}
-	/* Data path first: a socket joining the map takes the map's programs with it. */
-	if (bpf_prog_attach(bpf_program__fd(skel->progs.lism_msg),
-			    bpf_map__fd(skel->maps.senders), BPF_SK_MSG_VERDICT, 0)) {
-		lism_err("attaching the sk_msg program to the senders map failed: %s", strerror(errno));
-		goto cleanup;
-	}
-	if (start_sender_joins(skel))
-		goto cleanup;
 	if (pin_programs(skel, o->pin_path, 0))
 		goto cleanup;
 	/* the optional features before the handshake goes live: the instance is whole from its first SYN */

@@ -12,8 +12,14 @@
 #include "objects.h"
 #include "pins.h"
 #include "backstop.skel.h"
+#include "shortcut.skel.h"
 #include "sweep.skel.h"
 #include "views.skel.h"
+
+static const void *shortcut_elf(size_t *size)
+{
+	return lism_shortcut_bpf__elf_bytes(size);
+}
 
 static const void *views_elf(size_t *size)
 {
@@ -32,6 +38,7 @@ static const void *sweep_elf(size_t *size)
 
 const struct lism_object lism_objects[] = {
 	{ "core", lism_core_elf, 1 },
+	{ "shortcut", shortcut_elf, 0 },
 	{ "views", views_elf, 0 },
 	{ "backstop", backstop_elf, 0 },
 	{ "sweep", sweep_elf, 0 },

@@ -7,8 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device.h"
 #include "feature.h"
 #include "load_log.h"
+#include "lism/rmem.h"
 #include "objects.h"
 #include "optional.h"
 #include "pins.h"
@@ -46,6 +48,98 @@ static void unpin(const char *dir, const char *name)
 		unlink(path);
 }
 
+/* Switch the handshake's joins on or off (LISM_DEV_F_DATA_PATH). */
+static int data_path_flag(const char *pin_path, int on)
+{
+	struct lism_instance in;
+	struct lism_device d;
+	int err = lism_instance_open(&in, pin_path);
+
+	if (err)
+		return err;
+	err = lism_device_read(&in, &d);
+	if (!err && !!(d.flags & LISM_DEV_F_DATA_PATH) != !!on) {
+		d.flags = on ? d.flags | LISM_DEV_F_DATA_PATH : d.flags & ~LISM_DEV_F_DATA_PATH;
+		err = lism_device_write(&in, &d);
+	}
+	lism_instance_close(&in);
+	return err;
+}
+
+/* The data path counts socket memory in the kernel's pages, whose size no BTF names (rmem.h). */
+static int shortcut_prepare(struct bpf_object *obj, const char *pin_path)
+{
+	__u16 shift = lism_rmem_page_shift(sysconf(_SC_PAGESIZE));
+
+	(void)pin_path;
+	return lism_object_set_rodata(obj, "lism_page_shift", &shift, sizeof(shift));
+}
+
+/*
+ * The data path: lism_msg on the senders map (a socket joining it takes the
+ * map's program with it; those already in keep theirs), the sender join
+ * timer's callback set by lism_sender_start (bpf/sender.bpf.h), then the
+ * device flag that lets the handshake make members.  At an upgrade the new
+ * callback replaces the old one in place (bpf_timer_set_callback on a live
+ * timer), so nothing queued is dropped.
+ */
+static int shortcut_start(struct bpf_object *obj, struct bpf_program *prog, const char *pin_path, char *why,
+			  size_t len)
+{
+	struct bpf_program *starter = bpf_object__find_program_by_name(obj, "lism_sender_start");
+	int senders = lism_pin_open(pin_path, "senders"), err = 0;
+	__u32 retval = 0;
+
+	if (senders < 0 || !starter) {
+		err = senders < 0 ? senders : -ENOENT;
+		snprintf(why, len, "opening the senders map failed: %s", strerror(-err));
+		goto out;
+	}
+	if (bpf_prog_attach(bpf_program__fd(prog), senders, BPF_SK_MSG_VERDICT, 0)) {
+		err = -errno;
+		snprintf(why, len, "attaching lism_msg to the senders map failed: %s", strerror(-err));
+		goto out;
+	}
+	err = lism_prog_run_once(bpf_program__fd(starter), &retval);
+	if (err || retval != 1) {
+		snprintf(why, len, "starting the sender join timer failed: %s",
+			 err ? strerror(-err) : "the kernel refused the timer");
+		err = err ? err : -EINVAL;
+		goto out;
+	}
+	err = pin_over(bpf_program__fd(starter), pin_path, LISM_PIN_PROG_SENDER);
+	if (err) {
+		snprintf(why, len, "pinning lism_sender_start failed: %s", strerror(-err));
+		goto out;
+	}
+	err = data_path_flag(pin_path, 1);
+	if (err)
+		snprintf(why, len, "switching the handshake's joins on failed: %s", strerror(-err));
+out:
+	if (senders >= 0)
+		close(senders);
+	return err;
+}
+
+/*
+ * No new member joins; lism_msg leaves the senders map (its members keep
+ * the program they joined with, and the sender join timer its callback:
+ * both work on the same maps until their connections end).
+ */
+static void shortcut_remove(const char *pin_path)
+{
+	int prog = lism_pin_open(pin_path, LISM_PIN_PROG_MSG), senders = lism_pin_open(pin_path, "senders");
+
+	data_path_flag(pin_path, 0);
+	if (prog >= 0 && senders >= 0)
+		bpf_prog_detach2(prog, senders, BPF_SK_MSG_VERDICT);
+	if (prog >= 0)
+		close(prog);
+	if (senders >= 0)
+		close(senders);
+	unpin(pin_path, LISM_PIN_PROG_SENDER);
+}
+
 /* lism conns: the iterator finds each socket's state by the socks map's id. */
 static int views_prepare(struct bpf_object *obj, const char *pin_path)
 {
@@ -59,11 +153,13 @@ static int views_prepare(struct bpf_object *obj, const char *pin_path)
  * The backstop: a tracing link cannot switch programs, so the new one is
  * attached beside the old, then the old one goes with its pin.
  */
-static int backstop_start(struct bpf_program *prog, const char *pin_path, char *why, size_t len)
+static int backstop_start(struct bpf_object *obj, struct bpf_program *prog, const char *pin_path, char *why,
+			  size_t len)
 {
 	struct bpf_link *link = bpf_program__attach_trace(prog);
 	int err;
 
+	(void)obj; /* one program: the one given */
 	if (!link) {
 		err = -errno;
 		snprintf(why, len, "attaching lism_destroy to tcp_destroy_sock failed: %s (the kernel needs "
@@ -112,11 +208,13 @@ static int sweep_cancel(const char *pin_path)
  * may start it in between: it then has no callback and fails, and the next
  * connect() starts it.)
  */
-static int sweep_start(struct bpf_program *prog, const char *pin_path, char *why, size_t len)
+static int sweep_start(struct bpf_object *obj, struct bpf_program *prog, const char *pin_path, char *why,
+		       size_t len)
 {
 	__u32 retval = 0;
 	int err = sweep_cancel(pin_path); /* a fresh table's timer was never set up: nothing to cancel */
 
+	(void)obj; /* one program: the one given */
 	if (err) {
 		snprintf(why, len, "cancelling the old sweep failed: %s", strerror(-err));
 		return err;
@@ -145,9 +243,12 @@ static const struct optional {
 	const char *prog;
 	const char *pin;
 	int (*prepare)(struct bpf_object *obj, const char *pin_path);
-	int (*start)(struct bpf_program *prog, const char *pin_path, char *why, size_t len);
+	int (*start)(struct bpf_object *obj, struct bpf_program *prog, const char *pin_path, char *why,
+		     size_t len);
 	void (*remove)(const char *pin_path);
 } optionals[] = {
+	{ LISM_F_DATA_PATH, "shortcut", "lism_msg", LISM_PIN_PROG_MSG, shortcut_prepare, shortcut_start,
+	  shortcut_remove },
 	{ LISM_F_CONNS, "views", "lism_iter_socks", LISM_PIN_PROG_ITER, views_prepare, NULL, NULL },
 	{ LISM_F_BACKSTOP, "backstop", "lism_destroy", LISM_PIN_PROG_DESTROY, NULL, backstop_start,
 	  backstop_remove },
@@ -210,7 +311,7 @@ static int load_one(const struct optional *op, const char *pin_path, struct lism
 	prog = bpf_object__find_program_by_name(obj, op->prog);
 	err = prog ? 0 : -ENOENT;
 	if (!err && op->start)
-		err = op->start(prog, pin_path, why, sizeof(why));
+		err = op->start(obj, prog, pin_path, why, sizeof(why));
 	if (!err) {
 		err = pin_over(bpf_program__fd(prog), pin_path, op->pin);
 		if (err)

@@ -45,7 +45,11 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 	else
 		fprintf(f, "on (window %u ms, %llu connections skipped)\n", s->dev.churn_window_ms,
 			(unsigned long long)s->reasons[LISM_R_SHORT_LIVED]);
-	if (s->dev.flags & LISM_DEV_F_EAGER_SENDERS)
+	if (!(s->dev.flags & LISM_DEV_F_DATA_PATH))
+		fprintf(f, "  senders: none: no data path on this instance (see data_path below); pairs are "
+			"confirmed and their bytes stay on TCP (%llu ends)\n",
+			(unsigned long long)s->reasons[LISM_R_NO_DATA_PATH]);
+	else if (s->dev.flags & LISM_DEV_F_EAGER_SENDERS)
 		fprintf(f, "  senders: eager (every member's sends run the data path from the handshake), %u now; "
 			"%llu on TCP by small send limits\n",
 			s->sender_sockets, (unsigned long long)s->stats[LISM_S_SENDERS_SEND_LIMITS]);

@@ -36,6 +36,12 @@
  * Only the control plane reads it.
  */
 #define LISM_DEV_F_DRAINING (1u << 5)
+/*
+ * The data path runs (set by the loader once lism_msg is attached and the
+ * sender join timer has its callback): only then do members join the maps.
+ * Without it pairs are confirmed and stay on TCP (reason no-data-path).
+ */
+#define LISM_DEV_F_DATA_PATH (1u << 6)
 
 /* The "ports" map: per server port (the listener's port), LISM_PORT_* flags. */
 #define LISM_PORT_INCLUDE (1u << 0)
@@ -99,6 +105,8 @@ enum lism_tx {
 					     and sent over TCP: nothing of its is in flight to it */
 #define LISM_CONN_PEER_SENDS (1u << 4)    /* the peer became a sender (sender.h): it may redirect
 					     to this end; until then nothing of its can be in flight */
+#define LISM_CONN_NO_DATA_PATH (1u << 5) /* paired on an instance without a data path: this end
+					     never joined the maps, its bytes stay on TCP */
 
 /* The "dmbs" map (token table), indexed by the token's slot. */
 struct lism_dmb {

@@ -13,7 +13,7 @@
 
 enum lism_feature {
 	LISM_F_HANDSHAKE,  /* core: sockops, the TCP option, pairing by token */
-	LISM_F_DATA_PATH,  /* core: the sk_msg redirect and the sender join timer */
+	LISM_F_DATA_PATH,  /* optional: the sk_msg redirect and the sender join timer */
 	LISM_F_CONNS,      /* optional: the sockets iterator behind lism conns */
 	LISM_F_BACKSTOP,   /* optional: tp_btf/tcp_destroy_sock gives back entries of unseen closes */
 	LISM_F_SWEEP,      /* optional: a timer gives back entries of sockets freed unseen */

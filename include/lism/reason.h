@@ -38,7 +38,10 @@
 	  "TCP bytes unread, e.g. on the writer's CPU after a DMB overflow): plain TCP is faster " \
 	  "than TCP through the data path")                                                       \
 	X(17, NESTED, "nested-instance",                                                          \
-	  "another lism instance, attached to a cgroup nearer the socket, handles it")
+	  "another lism instance, attached to a cgroup nearer the socket, handles it")           \
+	X(18, NO_DATA_PATH, "no-data-path",                                                       \
+	  "the pair is confirmed but this instance runs no data path ('lism status' says why, "  \
+	  "e.g. the kernel lacks it): its bytes stay on TCP")
 
 enum lism_reason {
 #define LISM_REASON_ENUM(code, sym, name, text) LISM_R_##sym = code,

@@ -21,6 +21,7 @@
 
 #include "cgroup.h"
 #include "conns.h"
+#include "feature.h"
 #include "harness.h"
 #include "lism/sender.h"
 #include "traffic.h"
@@ -39,6 +40,63 @@ void require_root(void)
 	if (ci && !strcmp(ci, "true"))
 		cr_assert_fail("integration tests need root (netns, cgroup2, bpffs) and CI=true forbids skipping");
 	cr_skip_test("integration tests need root (netns, cgroup2, bpffs); skipped");
+}
+
+/*
+ * `lism probe -j`'s "kernel" verdict per feature, probed once per runner
+ * (it loads every object into the verifier) and kept for its other tests
+ * in /tmp/lism-t-<runner>-probe: one '0' or '1' per feature.
+ */
+int kernel_has(enum lism_feature f)
+{
+	static char out[1 << 20];
+	char path[64], tmp[80], have[LISM_F_MAX + 1] = "";
+	struct json_object *j, *feats, *one, *v;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/tmp/lism-t-%d-probe", getppid());
+	fp = fopen(path, "r");
+	if (fp) {
+		size_t n = fread(have, 1, LISM_F_MAX, fp);
+
+		fclose(fp);
+		if (n == LISM_F_MAX)
+			return have[f] == '1';
+	}
+	cr_assert_eq(sh_out("\"$LISM_BIN\" probe -j", out, sizeof(out)), 0, "lism probe -j: %.2000s", out);
+	j = json_tokener_parse(out);
+	cr_assert(j && json_object_object_get_ex(j, "features", &feats), "lism probe -j: %.2000s", out);
+	for (int i = 0; i < LISM_F_MAX; i++) {
+		cr_assert(json_object_object_get_ex(feats, lism_feature_info(i)->name, &one) &&
+				  json_object_object_get_ex(one, "kernel", &v),
+			  "lism probe -j says nothing of %s", lism_feature_info(i)->name);
+		have[i] = json_object_get_boolean(v) ? '1' : '0';
+	}
+	json_object_put(j);
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, getpid());
+	fp = fopen(tmp, "w");
+	if (fp && fwrite(have, 1, LISM_F_MAX, fp) == LISM_F_MAX && !fclose(fp))
+		rename(tmp, path);
+	else if (fp)
+		fclose(fp);
+	unlink(tmp);
+	return have[f] == '1';
+}
+
+void needs(enum lism_feature f)
+{
+	const char *ci = getenv("CI"), *matrix = getenv("LISM_KERNEL_MATRIX");
+
+	if (kernel_has(f))
+		return;
+	if (matrix && !strcmp(matrix, "1"))
+		cr_skip_test("this kernel lacks what %s (%s) needs (lism probe): off here, as the matrix says",
+			     lism_feature_info(f)->title, lism_feature_info(f)->name);
+	if (ci && !strcmp(ci, "true"))
+		cr_assert_fail("this kernel lacks what %s (%s) needs (lism probe), and CI=true forbids skipping",
+			       lism_feature_info(f)->title, lism_feature_info(f)->name);
+	cr_skip_test("this kernel lacks what %s (%s) needs (lism probe); skipped", lism_feature_info(f)->title,
+		     lism_feature_info(f)->name);
 }
 
 int sh(const char *fmt, ...)
@@ -679,6 +737,7 @@ void sweep_leftovers(int pid)
 		sweep_dir(cgroot, prefix, 0);
 	sh("for n in $(ip netns list | awk '{print $1}' | grep '^lt%d-'); do ip netns del $n; done",
 	   pid);
+	sh("rm -f /tmp/lism-t-%d-probe", pid);
 }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats)

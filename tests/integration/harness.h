@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "device.h"
+#include "lism/feature.h"
 #include "lism/sender.h"
 
 struct env {
@@ -38,6 +39,16 @@ struct env {
 
 /* Skips (not root) or fails (not root under CI=true). */
 void require_root(void);
+
+/* Whether this kernel has what feature @f needs (`lism probe -j`, once per runner). */
+int kernel_has(enum lism_feature f);
+/*
+ * The test needs feature @f.  Where the kernel lacks it, the test is
+ * skipped under the kernel matrix (make vmtest sets LISM_KERNEL_MATRIX=1:
+ * the feature is off there by design, and the matrix says so), skipped on
+ * a developer's machine, and failed under CI=true.
+ */
+void needs(enum lism_feature f);
 
 /* Create the cgroup and load lism with extra `lism load` arguments. */
 /*

@@ -496,25 +496,25 @@ podman exec "$ctr" $cready >/dev/null 2>&1
 rc=$?
 check "the cleanup's readiness probe ($cready) fails while lism is pinned (exit $rc)" [ "$rc" != 0 ]
 
-# --- a node where lism cannot load: its data path refused by the verifier
+# --- a node where lism cannot load: its handshake refused by the verifier
 # (LISM_TEST_REJECT), on a pin path of its own beside the running instance
 mapfile -t args3 < <(printf '%s\n' "${args2[@]}" | sed -e "s|^--pin-path=.*|--pin-path=/sys/fs/bpf/lism-rejected|" \
 	-e "s|^--metrics-addr=.*|--metrics-addr=127.0.0.1:$((port + 1))|")
-start_lism "$ctr-rejected" --env LISM_TEST_REJECT=data_path -- "${args3[@]}" || bad "starting the rejected container"
+start_lism "$ctr-rejected" --env LISM_TEST_REJECT=handshake -- "${args3[@]}" || bad "starting the rejected container"
 check "where lism cannot load, the container serves /livez" wait_http $((port + 1)) /livez
 sleep 1
 running=$(podman inspect -f '{{.State.Running}}' "$ctr-rejected")
 why=$(http_get $((port + 1)) /healthz)
 check "it stays running (no crash loop: running=$running) and not ready: /healthz $(in_node curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$((port + 1))/healthz)" \
 	[ "$running" = true -a "$(in_node curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$((port + 1))/healthz)" = 503 ]
-check "/healthz says why: ${why%%$'\n'*}" grep -q 'verifier refused lism_msg' <<<"$why"
+check "/healthz says why: ${why%%$'\n'*}" grep -q 'verifier refused lism_sockops' <<<"$why"
 http_get $((port + 1)) /metrics >"$tmp/metrics3.txt"
 metrics_say_why() {
 	grep -qx 'lism_up 0' "$tmp/metrics3.txt" &&
-		grep -q '^lism_not_running_info{reason=".*verifier refused lism_msg' "$tmp/metrics3.txt" &&
-		grep -qx 'lism_feature_enabled{feature="data_path",core="1"} 0' "$tmp/metrics3.txt"
+		grep -q '^lism_not_running_info{reason=".*verifier refused lism_sockops' "$tmp/metrics3.txt" &&
+		grep -qx 'lism_feature_enabled{feature="handshake",core="1"} 0' "$tmp/metrics3.txt"
 }
-check "/metrics: lism_up 0, lism_not_running_info with the reason, data_path 0" metrics_say_why
+check "/metrics: lism_up 0, lism_not_running_info with the reason, handshake 0" metrics_say_why
 check_memory "$ctr-rejected" "failing to load and probing"
 podman --runtime runc stop -t 10 "$ctr-rejected" >/dev/null
 check "it exits 0 on SIGTERM, leaving no pins ($(podman inspect -f '{{.State.ExitCode}}' "$ctr-rejected"))" \

@@ -10,10 +10,10 @@
 #include "feature.h"
 #include "objects.h"
 
-Test(feature, only_the_handshake_and_the_data_path_are_core)
+Test(feature, only_the_handshake_is_core)
 {
 	for (int f = 0; f < LISM_F_MAX; f++)
-		cr_assert_eq(lism_feature_info(f)->core, f == LISM_F_HANDSHAKE || f == LISM_F_DATA_PATH,
+		cr_assert_eq(lism_feature_info(f)->core, f == LISM_F_HANDSHAKE,
 			     "%s", lism_feature_info(f)->name);
 	cr_assert_null(lism_feature_info(LISM_F_MAX));
 	cr_assert_null(lism_feature_info(-1));

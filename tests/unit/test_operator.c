@@ -119,6 +119,12 @@ Test(conns, modes_and_reasons)
 	c.row.st.state = LISM_ST_PROPOSED;
 	lism_conn_mode_str(&c, mode, sizeof(mode));
 	cr_assert_str_eq(mode, "pending");
+	c = shortcut_conn(); /* confirmed, on an instance without a data path */
+	c.row.st.tx = LISM_TX_TCP;
+	c.row.st.reason = LISM_R_NO_DATA_PATH;
+	c.me.conn_flags |= LISM_CONN_NO_DATA_PATH;
+	lism_conn_mode_str(&c, mode, sizeof(mode));
+	cr_assert_str_eq(mode, "tcp:no-data-path");
 }
 
 Test(conns, json_parses_back)

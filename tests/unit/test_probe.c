@@ -121,7 +121,8 @@ static int has_ref(const struct lism_core_ref *refs, size_t n, const char *want,
 
 Test(probe, the_core_fields_are_read_off_the_objects)
 {
-	const struct lism_object *views = lism_object_find("views"), *core = lism_object_find("core");
+	const struct lism_object *views = lism_object_find("views"), *core = lism_object_find("core"),
+				 *data_path = lism_object_find("shortcut");
 	struct lism_core_ref *refs;
 	size_t n, size;
 	const void *elf;
@@ -132,10 +133,14 @@ Test(probe, the_core_fields_are_read_off_the_objects)
 	cr_assert(has_ref(refs, n, "bpf_local_storage_map.map.id", 0));
 	cr_assert(has_ref(refs, n, "sk_psock.msg_tot_len", 1), "the iterator reads it only where it exists");
 	free(refs);
-	elf = core->elf(&size);
+	elf = data_path->elf(&size);
 	cr_assert_eq(lism_core_refs(elf, size, &refs, &n), 0);
 	cr_assert(has_ref(refs, n, "sk_psock.msg_tot_len", 0), "the data path needs the FIONREAD fix");
 	cr_assert(has_ref(refs, n, "type tcp_sock", 0));
+	free(refs);
+	elf = core->elf(&size);
+	cr_assert_eq(lism_core_refs(elf, size, &refs, &n), 0);
+	cr_assert(has_ref(refs, n, "sk_psock.msg_tot_len", 1), "the handshake runs where the data path cannot");
 	/* the handshake reads socket storage (nested instances) only where the kernel lays it out so */
 	cr_assert(has_ref(refs, n, "type bpf_local_storage", 1));
 	cr_assert(has_ref(refs, n, "bpf_local_storage_map.map.name", 1));
@@ -283,13 +288,13 @@ Test(probe, requirements_say_who_needs_them_and_what_is_optional)
 	cr_assert_eq(lism_probe_run(&p), 0);
 	for (size_t i = 0; i < p.n; i++)
 		cr_assert_neq(p.req[i].features, 0, "%s is needed by no feature", p.req[i].name);
-	/* the data path reads the FIONREAD fix's field outright; the iterator only where it exists */
+	/* the data path reads the FIONREAD fix's field outright; the handshake and the iterator only where it exists */
 	r = find_req(&p, "sk_psock.msg_tot_len", 0);
 	cr_assert_not_null(r);
-	cr_assert_eq(r->features, (1u << LISM_F_HANDSHAKE) | (1u << LISM_F_DATA_PATH));
+	cr_assert_eq(r->features, 1u << LISM_F_DATA_PATH);
 	r = find_req(&p, "sk_psock.msg_tot_len", 1);
 	cr_assert_not_null(r);
-	cr_assert_eq(r->features, 1u << LISM_F_CONNS);
+	cr_assert_eq(r->features, (1u << LISM_F_HANDSHAKE) | (1u << LISM_F_CONNS));
 	/* read only under a parent the code checks first: optional like the parent */
 	cr_assert_not_null(find_req(&p, "mem_cgroup.tcpmem.usage.counter", 1));
 	cr_assert_null(find_req(&p, "mem_cgroup.tcpmem.usage.counter", 0));
