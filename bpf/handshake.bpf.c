@@ -639,12 +639,13 @@ static void on_write_hdr_opt(struct bpf_sock_ops *s)
 		store_opt(s, gid_tag(d), token);
 }
 
-static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b)
+/* @reason: none, or no-data-path for a pair whose bytes stay on TCP (events tell them apart). */
+static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b, __u8 reason)
 {
 	a->state = LISM_ST_CONFIRMED;
 	b->state = LISM_ST_CONFIRMED;
 	stat_add(LISM_S_CONFIRMS, 1);
-	emit_event(LISM_EV_CONFIRM, LISM_R_NONE, a);
+	emit_event(LISM_EV_CONFIRM, reason, a);
 }
 
 /*
@@ -654,17 +655,18 @@ static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b)
  * (sender.h), watched from our outgoing packets -- never if our send
  * buffer or unsent-bytes limit is too small for the data path.
  * Returns 0, -1 if the maps refused it, or 1 when this instance runs no data
- * path (its kernel lacks one, or the verifier refused it): the pair is
- * confirmed all the same and its bytes stay on TCP.
+ * path (its kernel lacks one, or the verifier refused it) or @pair_only
+ * (the active end found none): the pair is confirmed all the same and its
+ * bytes stay on TCP.
  */
 static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device *d,
-				struct lism_dmb *e, struct lism_sk *st)
+				struct lism_dmb *e, struct lism_sk *st, int pair_only)
 {
 	struct bpf_sock *sk = s->sk;
 	__u64 key = st->token;
 	struct tcp_sock *tp;
 
-	if (!(d->flags & LISM_DEV_F_DATA_PATH)) {
+	if (pair_only || !(d->flags & LISM_DEV_F_DATA_PATH)) {
 		st->flags = LISM_SKF_MODE_KNOWN; /* nothing to watch: it never joins */
 		st->reason = LISM_R_NO_DATA_PATH;
 		__sync_fetch_and_or(&e->conn_flags, LISM_CONN_NO_DATA_PATH);
@@ -744,7 +746,7 @@ static void on_active_established(struct bpf_sock_ops *s)
 		sk_fallback(s, st, se, LISM_R_HANDSHAKE_INVALID);
 		return;
 	}
-	err = join(s, d, se, st);
+	err = join(s, d, se, st, 0);
 	if (err < 0) {
 		sk_fallback(s, st, se, LISM_R_SOCKMAP);
 		return;
@@ -844,7 +846,16 @@ static void on_passive_established(struct bpf_sock_ops *s)
 		sk_fallback(s, st, re, LISM_R_PEER_DECLINED);
 		return;
 	}
-	joined = join(s, d, re, st);
+	/*
+	 * Both ends as the active one decided: it joined the maps or not.  If
+	 * the data path went in between (an upgrade without one), it left.
+	 */
+	if (!(se->conn_flags & LISM_CONN_NO_DATA_PATH) && !(d->flags & LISM_DEV_F_DATA_PATH)) {
+		decline_active(se, o.token, LISM_R_NO_DATA_PATH);
+		sk_fallback(s, st, re, LISM_R_NO_DATA_PATH);
+		return;
+	}
+	joined = join(s, d, re, st, !!(se->conn_flags & LISM_CONN_NO_DATA_PATH));
 	if (joined < 0) {
 		decline_active(se, o.token, LISM_R_SOCKMAP);
 		sk_fallback(s, st, re, LISM_R_SOCKMAP);
@@ -856,7 +867,7 @@ static void on_passive_established(struct bpf_sock_ops *s)
 		mark_peer_receives(st);
 	st->tx = joined ? LISM_TX_TCP : LISM_TX_SYNC;
 	st->state = LISM_ST_CONFIRMED;
-	confirm(re, se);
+	confirm(re, se, joined ? LISM_R_NO_DATA_PATH : LISM_R_NONE);
 	if (joined)
 		return; /* no data path: nothing to watch */
 	/*

@@ -263,9 +263,12 @@ static __always_inline int sender_corked(struct tcp_sock *tp)
 static __always_inline int sender_enqueue(struct lism_sk *st, struct tcp_sock *tp)
 {
 	struct lism_dmb *me = dmb_by_token(st->token), *pe = dmb_by_token(st->peer_token);
+	struct lism_device *d = lism_dev();
 	__u64 token = st->token;
 
-	if (!me || !pe || me->state == LISM_ST_FALLBACK || pe->state == LISM_ST_FALLBACK) {
+	/* the data path went since it joined (an upgrade without one): no sends to run it */
+	if (!me || !pe || me->state == LISM_ST_FALLBACK || pe->state == LISM_ST_FALLBACK || !d ||
+	    !(d->flags & LISM_DEV_F_DATA_PATH)) {
 		st->sender = LISM_SND_TCP;
 		return 1;
 	}

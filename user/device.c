@@ -167,7 +167,8 @@ int lism_percpu_zero(int fd)
 }
 
 /* One batched pass over the token table: confirmed connections, joined ends. */
-static int scan_table(const struct lism_instance *in, __u32 capacity, __u32 *confirmed, __u32 *joined)
+static int scan_table(const struct lism_instance *in, __u32 capacity, __u32 *confirmed, __u32 *joined,
+		      __u32 *pair_only)
 {
 	enum { CHUNK = 1024 };
 	struct lism_dmb *vals = malloc(CHUNK * sizeof(*vals));
@@ -176,7 +177,7 @@ static int scan_table(const struct lism_instance *in, __u32 capacity, __u32 *con
 	void *in_batch = NULL;
 	int err = 0;
 
-	*confirmed = *joined = 0;
+	*confirmed = *joined = *pair_only = 0;
 	if (!vals || !keys) {
 		err = -ENOMEM;
 		goto out;
@@ -196,6 +197,8 @@ static int scan_table(const struct lism_instance *in, __u32 capacity, __u32 *con
 			if ((vals[i].state == LISM_ST_CONFIRMED || vals[i].state == LISM_ST_READY) &&
 			    !(vals[i].conn_flags & LISM_CONN_NO_DATA_PATH))
 				(*joined)++;
+			if (vals[i].conn_flags & LISM_CONN_NO_DATA_PATH)
+				(*pair_only)++;
 		}
 		if (err || !n) { /* ENOENT: that was the last batch */
 			err = 0;
@@ -296,7 +299,7 @@ int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
 	if (!err && in->sizes_fd >= 0)
 		err = lism_percpu_sum(in->sizes_fd, s->sizes, LISM_HIST_BUCKETS);
 	if (!err)
-		err = scan_table(in, s->dev.capacity, &s->confirmed, &s->shortcut_sockets);
+		err = scan_table(in, s->dev.capacity, &s->confirmed, &s->shortcut_sockets, &s->pair_only);
 	if (!err)
 		err = senders_count(in, s->dev.capacity, &s->sender_sockets);
 	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_SOCKOPS))

@@ -36,6 +36,7 @@ struct lism_snapshot {
 	__u32 shortcut_sockets; /* ends that joined the shortcut map (READY or CONFIRMED entries, paired
 				   without a data path not counted) */
 	__u32 sender_sockets;   /* of those, ends whose sends run the data path (the senders map) */
+	__u32 pair_only;        /* entries paired without a data path (LISM_CONN_NO_DATA_PATH): nothing to drain */
 	int attached;           /* the cgroup link is pinned */
 	__u32 events_followed;  /* LISM_EV_TYPE() mask of the event types a reader holds a lease on */
 	int backstop;           /* the tcp_destroy_sock backstop's link is pinned */

@@ -469,6 +469,12 @@ static int upgrade(const struct lism_opts *o)
 	/* reuses every pinned map, or fails if one differs (then: unload, load) */
 	if (load_core(skel, "loading the new programs over the pinned maps"))
 		goto out;
+	/*
+	 * The new data path and the other optional programs before the link
+	 * switch, as at a load: the new handshake makes members from its first
+	 * callback (and finds LISM_DEV_F_DATA_PATH as the new build leaves it).
+	 */
+	start_features(o->pin_path, &probe, features);
 	if (lism_pin_join(path, sizeof(path), o->pin_path, LISM_PIN_LINK_SOCKOPS))
 		goto out;
 	linkfd = bpf_obj_get(path);
@@ -479,7 +485,6 @@ static int upgrade(const struct lism_opts *o)
 	}
 	if (pin_programs(skel, o->pin_path, 1))
 		goto out;
-	start_features(o->pin_path, &probe, features);
 	printf("lism: upgraded the programs at %s (state, settings and connections kept)\n",
 	       o->pin_path);
 	say_features(features);
@@ -719,6 +724,7 @@ int lism_cmd_unload(const struct lism_opts *o)
 	struct lism_snapshot s;
 	struct lism_device d;
 	double deadline, next_note;
+	long long busy;
 	int err, ret, lockfd = -1;
 
 	ret = check_privileges();
@@ -786,7 +792,9 @@ int lism_cmd_unload(const struct lism_opts *o)
 			ret = LISM_EXIT_FAIL;
 			goto out;
 		}
-		if (!s.shortcut_sockets && !s.usage.dmbs_in_use)
+		/* pairs without a data path have nothing in the maps: their entries go at their close */
+		busy = s.usage.dmbs_in_use - (long long)s.pair_only;
+		if (!s.shortcut_sockets && busy <= 0)
 			break;
 		if (lism_mono_s() >= deadline) {
 			if (o->force) {
@@ -798,7 +806,7 @@ int lism_cmd_unload(const struct lism_opts *o)
 			}
 			lism_err("%u sockets still use the shortcut (%lld DMBs in use) after %us; lism stays "
 				 "loaded but inactive (new connections use TCP)",
-				 s.shortcut_sockets, (long long)s.usage.dmbs_in_use, o->timeout_s);
+				 s.shortcut_sockets, busy, o->timeout_s);
 			lism_hint("rerun 'lism unload' once they close, raise --timeout, or use --force "
 				  "(their unread bytes would be lost)");
 			ret = LISM_EXIT_BUSY;
@@ -806,7 +814,7 @@ int lism_cmd_unload(const struct lism_opts *o)
 		}
 		if (lism_mono_s() >= next_note) {
 			printf("lism: waiting for %u sockets to leave the shortcut (%lld DMBs in use)...\n",
-			       s.shortcut_sockets, (long long)s.usage.dmbs_in_use);
+			       s.shortcut_sockets, busy);
 			fflush(stdout);
 			next_note = lism_mono_s() + 5;
 		}

@@ -87,7 +87,7 @@ static int shortcut_start(struct bpf_object *obj, struct bpf_program *prog, cons
 			  size_t len)
 {
 	struct bpf_program *starter = bpf_object__find_program_by_name(obj, "lism_sender_start");
-	int senders = lism_pin_open(pin_path, "senders"), err = 0;
+	int senders = lism_pin_open(pin_path, "senders"), err = 0, attached = 0;
 	__u32 retval = 0;
 
 	if (senders < 0 || !starter) {
@@ -100,6 +100,7 @@ static int shortcut_start(struct bpf_object *obj, struct bpf_program *prog, cons
 		snprintf(why, len, "attaching lism_msg to the senders map failed: %s", strerror(-err));
 		goto out;
 	}
+	attached = 1;
 	err = lism_prog_run_once(bpf_program__fd(starter), &retval);
 	if (err || retval != 1) {
 		snprintf(why, len, "starting the sender join timer failed: %s",
@@ -108,14 +109,19 @@ static int shortcut_start(struct bpf_object *obj, struct bpf_program *prog, cons
 		goto out;
 	}
 	err = pin_over(bpf_program__fd(starter), pin_path, LISM_PIN_PROG_SENDER);
+	if (!err) /* here, not after: the one attached is the one pinned, whatever fails next */
+		err = pin_over(bpf_program__fd(prog), pin_path, LISM_PIN_PROG_MSG);
 	if (err) {
-		snprintf(why, len, "pinning lism_sender_start failed: %s", strerror(-err));
+		snprintf(why, len, "pinning the data path's programs failed: %s", strerror(-err));
 		goto out;
 	}
 	err = data_path_flag(pin_path, 1);
 	if (err)
 		snprintf(why, len, "switching the handshake's joins on failed: %s", strerror(-err));
 out:
+	/* a failure after the attach takes this program off again (remove detaches the pinned one) */
+	if (err && attached)
+		bpf_prog_detach2(bpf_program__fd(prog), senders, BPF_SK_MSG_VERDICT);
 	if (senders >= 0)
 		close(senders);
 	return err;

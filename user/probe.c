@@ -446,9 +446,11 @@ int lism_probe_missing(const struct lism_probe *p, enum lism_feature f, char *bu
 
 /*
  * Trial load of one object with maps of its own (nothing pinned, nothing
- * attached): 0 or -errno, *@r why not, *@features the features of its programs.
+ * attached): 0 or -errno, *@r why not, *@features the features of its
+ * programs; 1 (not tried) when the kernel lacks what each of them needs
+ * (@lacking): its verifier has nothing to say about them.
  */
-static int verify_object(const struct lism_object *o, struct lism_refusal *r, __u32 *features)
+static int verify_object(const struct lism_object *o, __u32 lacking, struct lism_refusal *r, __u32 *features)
 {
 	struct lism_load_log log;
 	struct bpf_program *prog;
@@ -464,6 +466,10 @@ static int verify_object(const struct lism_object *o, struct lism_refusal *r, __
 		int f = lism_feature_of_program(bpf_program__name(prog));
 
 		*features |= f < 0 ? 0 : 1u << f;
+	}
+	if (*features && !(*features & ~lacking)) {
+		bpf_object__close(obj);
+		return 1;
 	}
 	err = lism_load_log_begin(&log);
 	if (!err) {
@@ -523,9 +529,9 @@ int lism_cmd_probe(const struct lism_opts *o)
 	for (size_t i = 0; p.root && i < lism_n_objects; i++) {
 		struct lism_refusal r;
 		__u32 features;
-		int ok = verify_object(&lism_objects[i], &r, &features) == 0;
+		int err = verify_object(&lism_objects[i], p.missing, &r, &features), ok = err == 0;
 
-		for (int f = 0; f < LISM_F_MAX; f++)
+		for (int f = 0; err != 1 && f < LISM_F_MAX; f++)
 			if (features & (1u << f)) {
 				verified[f] = ok;
 				verdict[f] = r;

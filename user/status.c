@@ -47,8 +47,9 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 			(unsigned long long)s->reasons[LISM_R_SHORT_LIVED]);
 	if (!(s->dev.flags & LISM_DEV_F_DATA_PATH))
 		fprintf(f, "  senders: none: no data path on this instance (see data_path below); pairs are "
-			"confirmed and their bytes stay on TCP (%llu ends)\n",
-			(unsigned long long)s->reasons[LISM_R_NO_DATA_PATH]);
+			"confirmed and their bytes stay on TCP (%llu ends)%s\n",
+			(unsigned long long)s->reasons[LISM_R_NO_DATA_PATH],
+			s->sender_sockets ? "; senders from before it went still run it" : "");
 	else if (s->dev.flags & LISM_DEV_F_EAGER_SENDERS)
 		fprintf(f, "  senders: eager (every member's sends run the data path from the handshake), %u now; "
 			"%llu on TCP by small send limits\n",

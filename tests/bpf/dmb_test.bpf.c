@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The DMB allocator, driven through BPF_PROG_TEST_RUN: the same dmb.bpf.h
- * the handshake uses, on the same kind of maps, without any sockets.
+ * the handshake uses, on the same kind of maps, without any sockets.  tc
+ * programs with their arguments in .bss: a syscall program would be
+ * sleepable, and 6.1 lets sleepable programs use no queue map.
  */
 #include "dmb.bpf.h"
 
@@ -13,12 +15,17 @@ struct dmb_test_args {
 	__u32 slot;
 };
 
-SEC("syscall")
-int dmb_test_take(struct dmb_test_args *a)
+struct dmb_test_args args; /* in and out: the test's (skel->bss) */
+
+SEC("tc")
+int dmb_test_take(struct __sk_buff *skb)
 {
+	struct dmb_test_args *a = &args;
 	struct lism_device *d = lism_dev();
 	struct lism_dmb *e;
 	__u32 slot = 0;
+
+	(void)skb;
 
 	a->token = 0;
 	if (!d) {
@@ -36,11 +43,13 @@ int dmb_test_take(struct dmb_test_args *a)
 	return 0;
 }
 
-SEC("syscall")
-int dmb_test_release(struct dmb_test_args *a)
+SEC("tc")
+int dmb_test_release(struct __sk_buff *skb)
 {
+	struct dmb_test_args *a = &args;
 	struct lism_dmb *e = dmb_get(lism_token_slot(a->token));
 
+	(void)skb;
 	if (!e) {
 		a->err = -2;
 		return 0;

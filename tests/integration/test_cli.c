@@ -141,6 +141,7 @@ Test(cli, status_shows_what_bpf_stats_counted)
 	int c, s, stats;
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	env_up(&e, NULL);
 	stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	cr_assert_geq(stats, 0, "BPF_ENABLE_STATS: %s", strerror(errno));
@@ -247,6 +248,7 @@ Test(cli, status_json)
 	int c, s;
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	env_up(&e, "--max-dmbs 100 --dmb-size 256K");
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
@@ -368,6 +370,7 @@ Test(cli, upgrade_in_place_mid_transfer)
 	pid_t pid;
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	env_up(&e, NULL);
 	struct env none = e;
 

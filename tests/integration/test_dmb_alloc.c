@@ -8,13 +8,14 @@
 
 #include "harness.h"
 #include "lism/token.h"
-#include "dmb_test.skel.h"
 
-struct dmb_test_args {
+struct dmb_test_args { /* as tests/bpf/dmb_test.bpf.c's, which the skeleton names */
 	__u64 token;
 	__s32 err;
 	__u32 slot;
 };
+
+#include "dmb_test.skel.h"
 
 enum { CAP = 64 };
 
@@ -48,12 +49,14 @@ TestSuite(dmb_alloc, .init = setup, .fini = teardown, .timeout = 30);
 
 static struct dmb_test_args run(struct bpf_program *prog, __u64 token)
 {
-	struct dmb_test_args a = { .token = token };
-	LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = &a, .ctx_size_in = sizeof(a));
+	char pkt[64] = { 0 }; /* a tc program runs on a packet: any will do */
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = pkt, .data_size_in = sizeof(pkt));
 
+	memset(&skel->bss->args, 0, sizeof(skel->bss->args));
+	skel->bss->args.token = token;
 	cr_assert_eq(bpf_prog_test_run_opts(bpf_program__fd(prog), &opts), 0, "test run: %s",
 		     strerror(errno));
-	return a;
+	return skel->bss->args;
 }
 
 static struct dmb_test_args take(void)

@@ -191,6 +191,7 @@ Test(fallback, kernel_turns_a_signal_into_eagain_on_blocking_shortcut_sockets)
 	char buf[16];
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	env_up(&e, "--allow-blocking");
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 0, &c, &s);
@@ -319,6 +320,7 @@ static void blocking_accepted_waitall(int send_before_accept, const char *load_a
 	char buf[100];
 
 	require_root();
+	needs(LISM_F_DATA_PATH); /* the blocking end leaves the data path's maps */
 	env_up(&e, load_args);
 	env_enter(&e);
 	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);

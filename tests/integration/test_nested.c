@@ -64,6 +64,7 @@ Test(nested, the_instance_nearest_the_socket_handles_it)
 	int c, s;
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	up();
 	snap(&outer, &out0);
 	join(inner.cgroup);
@@ -94,6 +95,7 @@ Test(nested, the_outer_instance_still_handles_its_own_sockets)
 	int c, s;
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	up();
 	env_enter(&outer);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);

@@ -110,6 +110,7 @@ Test(views, conns_pairs_tokens_and_moves_cursors)
 	int c, s;
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	env_up(&e, "--dmb-size 64K");
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
@@ -196,6 +197,7 @@ Test(views, conns_lists_every_end_once_with_a_process_in_every_namespace)
 	pid_t kid;
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	env_up(&e, NULL);
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &a_c, &a_s);
@@ -684,6 +686,7 @@ Test(views, run_serves_metrics_and_stops_on_sigterm)
 	int out, st, c, s, port = 29000 + getpid() % 1000;
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	env_up(&e, NULL);
 	/* the daemon adopts the instance env_up loaded */
 	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d --log-interval 1", port);
@@ -772,6 +775,7 @@ Test(views, set_active_off_keeps_existing_shortcuts)
 	int c, s, c2, s2, c3, s3;
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	env_up(&e, "--max-dmbs 10");
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
@@ -883,6 +887,7 @@ Test(views, a_daemon_switches_a_drained_instance_on_again)
 	int c, s, c2, s2;
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	env_up(&e, NULL);
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
@@ -962,6 +967,7 @@ Test(views, sigkill_of_the_daemon_mid_transfer)
 	int out, c, s, port = 30000 + getpid() % 1000;
 
 	require_root();
+	needs(LISM_F_DATA_PATH);
 	env_up(&e, LISM_TEST_MEASURE);
 	snprintf(args, sizeof(args), "run --metrics-addr 127.0.0.1:%d", port);
 	child = spawn_lism(args, &out);
