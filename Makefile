@@ -37,12 +37,13 @@ USER_LIBS = $(shell $(PKG_CONFIG) --libs libbpf libelf libxdp json-c libmicrohtt
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-function -Iinclude -Ibpf -I$(BUILD)
 
-# The core object (handshake + data path, linked into one) and the optional
-# features, each an object of its own so that a kernel refusing one loads
-# lism without it (docs/architecture.md, "Core and optional").
-CORE_SRCS := bpf/handshake.bpf.c bpf/shortcut.bpf.c
+# The core object (the handshake, owner of the maps) and the optional
+# features -- the data path (shortcut) among them -- each an object of its
+# own so that a kernel refusing one loads lism without it
+# (docs/architecture.md, "Core and optional").
+CORE_SRCS := bpf/handshake.bpf.c
 CORE_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(CORE_SRCS))
-OPTIONAL  := views backstop sweep
+OPTIONAL  := shortcut views backstop sweep
 OPTIONAL_SKELS := $(patsubst %,$(BUILD)/%.skel.h,$(OPTIONAL))
 BPF_HDRS  := $(wildcard bpf/*.h) $(wildcard include/lism/*.h)
 USER_SRCS := $(wildcard user/*.c)
@@ -56,7 +57,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 
-.PHONY: all deps run test unit integration fuzz soak bench bench-fastpath bench-deps image push check-manifests vmtest install clean help
+.PHONY: all deps vm-deps run test unit integration fuzz soak bench bench-fastpath bench-deps image push check-manifests vmtest install clean help
 .DEFAULT_GOAL := all
 # keep generated objects between the skeleton steps
 .SECONDARY:
@@ -67,7 +68,8 @@ help:
 	@echo 'make deps         install the Debian packages lism needs (apt-get)'
 	@echo 'make / make all   build build/lism and its BPF object'
 	@echo 'make run          deps + build, load lism host-wide, print its status'
-	@echo 'make test         deps + build + every test (unit, then integration as root)'
+	@echo 'make test         deps + build + every test (unit, fuzz smoke, manifests; as root integration, node'
+	@echo '                  simulation, and a smoke set on Debian 12'\''s 6.1 and 6.12 under qemu)'
 	@echo 'make unit         unprivileged unit tests only'
 	@echo 'make integration  integration tests only (root: netns, cgroup2, bpffs)'
 	@echo 'make fuzz         libFuzzer on the option and command-line parsers (FUZZ_SECONDS=$(FUZZ_SECONDS) each)'
@@ -76,7 +78,8 @@ help:
 	@echo 'make bench-fastpath  pod to pod through a node namespace, with and without lism xdp'
 	@echo 'make image        the node agent image $(IMAGE) (podman, from scratch, nothing pulled)'
 	@echo 'make push REGISTRY=HOST/PATH   tag it HOST/PATH/lism:$(RELEASE) and push it'
-	@echo 'make vmtest [KERNEL=6.1]  lism on Debian 12 kernels under qemu: probe, load, suites (root)'
+	@echo 'make vmtest [KERNEL=6.1] [VMTEST_SUITES=...]  lism on Debian 12 kernels under qemu: probe, load,'
+	@echo '                  the requirements table, suites (root; docs/kernels.md)'
 	@echo 'make check-manifests  validate deploy/kubernetes offline: schema, the API server'\''s rules, policy (npm)'
 	@echo 'make install      install lism to $(PREFIX)/sbin and lism(8)'
 	@echo 'make clean        remove $(BUILD)/'
@@ -119,7 +122,7 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(BUILD)/vmlinux.h | $(BUILD)/bpf
 	$(call say,CLANG,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-# One core object, one skeleton: the two programs share their maps.
+# The core object and its skeleton: its maps are the ones every object pins and reuses.
 $(BUILD)/lism.bpf.o: $(CORE_OBJS)
 	$(call say,LINK,$@)
 	$(Q)$(BPFTOOL) gen object $@ $^
@@ -225,8 +228,10 @@ bench-deps: deps
 # lism on Debian 12's 6.1 and 6.12 cloud kernels under qemu (tests/vm/vmtest.sh):
 #   make vmtest [KERNEL=6.1] [VMTEST_SUITES='fallback/* scope/*']
 VM_PACKAGES := qemu-system-x86 python3
-vmtest: deps all $(BUILD)/tests/integration
+vm-deps:
 	$(call apt_missing,$(VM_PACKAGES))
+
+vmtest: deps vm-deps all $(BUILD)/tests/integration
 	$(Q)VMTEST_SUITES='$(VMTEST_SUITES)' tests/vm/vmtest.sh $(BUILD) $(KERNEL)
 
 bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup
@@ -292,7 +297,7 @@ integration: $(BUILD)/lism $(BUILD)/tests/integration
 	$(Q)LISM_BIN=$(abspath $(BUILD)/lism) $(BUILD)/tests/integration --jobs 1
 
 # Each suite prints Criterion's synthesis; the last line adds them up.
-test: deps all image $(BUILD)/tests/unit $(BUILD)/tests/unit-asan $(BUILD)/tests/integration \
+test: deps vm-deps all image $(BUILD)/tests/unit $(BUILD)/tests/unit-asan $(BUILD)/tests/integration \
 		$(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 	$(Q)tests/run-all.sh $(BUILD)
 

@@ -366,6 +366,9 @@ void lism_probed_features(const struct lism_probe *probe, struct lism_feature_st
 
 		if (lism_probe_missing(probe, f, missing, sizeof(missing)))
 			lism_feature_off(&st[f], LISM_FC_KERNEL, "the kernel lacks %s", missing);
+		/* attached on demand: its verifier's answer now, not at the first attach */
+		else if (f == LISM_F_FASTPATH && lism_probe_verify("fastpath", missing, sizeof(missing)))
+			lism_feature_off(&st[f], LISM_FC_VERIFIER, "%s", missing);
 		else
 			lism_feature_on(&st[f]);
 	}

@@ -483,6 +483,18 @@ static int verify_object(const struct lism_object *o, __u32 lacking, struct lism
 	return err;
 }
 
+int lism_probe_verify(const char *object, char *why, size_t len)
+{
+	const struct lism_object *o = lism_object_find(object);
+	struct lism_refusal r;
+	__u32 features;
+	int err = o ? verify_object(o, 0, &r, &features) : -ENOENT;
+
+	if (err)
+		lism_refusal_summary(&r, why, len);
+	return err;
+}
+
 static const char *yes_no(int have)
 {
 	return have > 0 ? "yes" : have == 0 ? "NO" : "?";

@@ -40,7 +40,7 @@ struct env {
 /* Skips (not root) or fails (not root under CI=true). */
 void require_root(void);
 
-/* Whether this kernel has what feature @f needs (`lism probe -j`, once per runner). */
+/* Whether feature @f runs here: the kernel has what it needs, the verifier takes it (`lism probe -j`). */
 int kernel_has(enum lism_feature f);
 /*
  * The test needs feature @f.  Where the kernel lacks it, the test is

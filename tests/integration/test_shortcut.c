@@ -297,6 +297,7 @@ Test(shortcut, one_way_stream_never_makes_its_writer_a_sender)
 	int c, sv, one = 1;
 
 	needs(LISM_F_DATA_PATH);
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
 	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
@@ -397,12 +398,14 @@ static void bulk_writer(int app_sndbuf)
 Test(shortcut, one_way_bulk_sends_make_their_writer_a_sender)
 {
 	needs(LISM_F_DATA_PATH);
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
 	bulk_writer(0);
 }
 
 Test(shortcut, a_bulk_sender_keeps_the_send_buffer_its_application_set)
 {
 	needs(LISM_F_DATA_PATH);
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
 	bulk_writer(1 << 20);
 }
 
@@ -433,6 +436,7 @@ Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 	struct lism_snapshot s;
 
 	needs(LISM_F_DATA_PATH);
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
 	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c1, &s1);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
@@ -492,6 +496,7 @@ Test(shortcut, a_corked_bulk_writer_joins_only_once_it_uncorks)
 	struct lism_snapshot s;
 
 	needs(LISM_F_DATA_PATH);
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
 	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
@@ -560,6 +565,7 @@ Test(shortcut, a_one_way_sender_stuck_on_tcp_leaves_the_maps)
 	int c, sv;
 
 	needs(LISM_F_DATA_PATH);
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
 	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);

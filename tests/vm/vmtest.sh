@@ -16,7 +16,9 @@ shift
 families=("$@")
 [ ${#families[@]} -gt 0 ] || families=(6.1 6.12)
 suites=${VMTEST_SUITES:-"fallback/* scope/* degraded/*"}
-timeout_s=${VMTEST_TIMEOUT:-3600}
+timeout_s=${VMTEST_TIMEOUT:-3600}         # the whole guest
+suite_timeout=${VMTEST_SUITE_TIMEOUT:-1800} # one suite in it
+verbose=${VMTEST_VERBOSE:-0}                # 1: each suite's whole output on the console
 work=$build/vm
 virtiofsd=/usr/lib/qemu/virtiofsd
 mkdir -p "$work/debs"
@@ -66,7 +68,8 @@ fi
 # What the guest runs (in this machine's root, chrooted): lines "vmtest-*" for the matrix.
 cat >"$work/guest.sh" <<EOF
 set -f # the suites are Criterion filters, not globs
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin LISM_BIN=$build/lism CI=true
+# the matrix: a test of a feature this kernel lacks is skipped (harness.h, needs()); all else as CI
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin LISM_BIN=$build/lism CI=true LISM_KERNEL_MATRIX=1
 cd $root
 echo "vmtest-kernel: \$(uname -r)"
 probe() {
@@ -89,21 +92,26 @@ for name, f in json.load(sys.stdin)["features"].items():
 ' 2>/dev/null
 $build/lism unload --timeout 5 >/dev/null 2>&1
 for s in $suites; do
-	out=\$(timeout 1800 $build/tests/integration --jobs 1 --filter "\$s" 2>&1)
+	out=\$(timeout $suite_timeout $build/tests/integration --jobs 1 --filter "\$s" 2>&1)
+	[ "$verbose" = 1 ] && echo "\$out" | sed 's/^/vmtest-log: /'
 	echo "\$out" | grep -E '^\[FAIL\]' | sed 's/^\[FAIL\] /vmtest-fail: /; s/: ([0-9.]*s)\$//'
+	echo "\$out" | grep -E '^lism-matrix-skip: ' | sed 's/^lism-matrix-skip: /vmtest-skip: /'
 	echo "\$out" | grep -E '^\[----\] +[^ ]' | grep -v 'Assertion Failed' | head -40 | sed 's/^\[----\] */vmtest-why: /'
 	syn=\$(echo "\$out" | grep 'Synthesis:' | tail -1)
 	echo "vmtest-suite: \$s \${syn:-no synthesis}"
 done
 EOF
 
-results=()
-for fam in "${families[@]}"; do
-	kdir=$(kernel_of "$fam") || exit 1
+# One kernel, start to end: its own virtiofsd and console log.  The kernels
+# boot side by side: single-threaded TCG keeps one CPU busy per guest.
+boot() { # kernel directory
+	local kdir=$1 ver sock vpid start
 	ver=$(ls "$kdir/lib/modules")
+	rm -f "$work/console-$ver.log" # never an earlier run's
 	python3 "$here/initramfs.py" "$work/initrd-$ver" "$kdir" "$busybox" "$here/init" \
-		virtio_pci fuse virtiofs veth tun net/ drivers/net/ fs/overlayfs/ lib/ crypto/ >/dev/null || die "initramfs for $ver"
-	sock=$work/virtiofs-$$.sock
+		virtio_pci fuse virtiofs veth tun nf_conntrack net/ drivers/net/ fs/overlayfs/ lib/ crypto/ \
+		>/dev/null || { echo "vmtest: initramfs for $ver failed" >&2; return 1; }
+	sock=$work/virtiofs-$$-$ver.sock
 	rm -f "$sock"
 	"$virtiofsd" --socket-path="$sock" -o source=/ -o cache=none -o sandbox=chroot >"$work/virtiofsd-$ver.log" 2>&1 &
 	vpid=$!
@@ -120,8 +128,20 @@ for fam in "${families[@]}"; do
 	wait "$vpid" 2>/dev/null
 	rm -f "$sock"
 	echo "vmtest: $ver done in $(($(date +%s) - start)) s (console: $work/console-$ver.log)"
-	results+=("$work/console-$ver.log")
+}
+
+results=() kdirs=()
+for fam in "${families[@]}"; do # downloads one after the other (apt's lock)
+	kdir=$(kernel_of "$fam") || exit 1
+	kdirs+=("$kdir")
+	results+=("$work/console-$(ls "$kdir/lib/modules").log")
 done
+pids=()
+for kdir in "${kdirs[@]}"; do
+	boot "$kdir" &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
 
 # The host's own row, from the same probe and a load in a cgroup and pin directory of its own.
 host=$work/host.log
@@ -134,11 +154,15 @@ for name, f in json.load(sys.stdin)["features"].items():
           {True: "yes", False: "REFUSED"}.get(f.get("verifier", "-"), "-")))'
 } >"$host"
 
-python3 - "$host" "${results[@]}" <<'EOF'
+python3 - "$here" "$root/README.md" "$host" "${results[@]}" <<'EOF'
 import re, sys
+sys.path.insert(0, sys.argv.pop(1))
+import requirements
+readme = sys.argv.pop(1)
 rows = []
 for path in sys.argv[1:]:
-    r = {"kernel": "?", "probe": {}, "feature": {}, "suites": [], "fails": [], "load": "-", "exit": None}
+    r = {"kernel": "?", "probe": {}, "feature": {}, "suites": [], "fails": [], "skips": [], "load": "-",
+         "exit": None}
     for line in open(path, errors="replace"):
         line = line.strip()
         m = re.match(r"vmtest-(\w+): (.*)", line)
@@ -161,6 +185,8 @@ for path in sys.argv[1:]:
             r["suites"].append(v)
         elif k == "fail":
             r["fails"].append(v)
+        elif k == "skip":
+            r["skips"].append(v)
         elif k == "why":
             r["fails"].append("    " + v)
     rows.append(r)
@@ -188,6 +214,46 @@ for r in rows[1:]:
         print("  suite %s" % s)
     for f in r["fails"]:
         print("  failed: %s" % f)
+    needed = {}
+    for sk in r["skips"]:
+        needed.setdefault(sk.split()[-1], []).append(sk.split()[0])
+    for feat, tests in sorted(needed.items()):
+        print("  skipped: %d tests of %s, off on this kernel (%s)" % (len(tests), feat, ", ".join(tests)))
     if r["exit"] is None:
         print("  the guest did not finish (timeout or crash): see its console log")
+
+# The checks, added up: each kernel loads lism (exit 0) with every part on
+# that its probe finds runnable; the README's requirements table says what
+# each probe finds (the host's included); every suite's tests pass.
+passed = failed = 0
+def verdict(ok, what):
+    global passed, failed
+    passed, failed = passed + ok, failed + (not ok)
+    if not ok:
+        print("vmtest: FAILED: " + what)
+print()
+for i, r in enumerate(rows):
+    runs = {n: p["kernel"] == "yes" and p["verifier"] != "REFUSED" for n, p in r["probe"].items()}
+    bad = requirements.check(readme, r["kernel"].split()[0], runs) if runs else ["no probe result"]
+    for b in bad:
+        verdict(False, "%s: requirements table: %s" % (r["kernel"], b))
+    if not bad:
+        verdict(True, "")
+        print("vmtest: %s: the README's requirements table agrees with the probe" % r["kernel"])
+    if i == 0:
+        continue  # the host: probed only
+    verdict(r["exit"] is not None, "%s: the guest did not finish" % r["kernel"])
+    verdict(r["load"].startswith("0 "), "%s: lism load: %s" % (r["kernel"], r["load"]))
+    off = [n for n in runs if runs[n] != (r["feature"].get(n) == "on")]
+    verdict(not off, "%s: what load runs differs from what the probe finds runnable: %s" % (
+        r["kernel"], ", ".join(off)))
+    for syn in r["suites"]:
+        m = re.search(r"Passing: (\d+) \| Failing: (\d+) \| Crashing: (\d+)", syn)
+        if not m:
+            verdict(False, "%s: suite %s" % (r["kernel"], syn))
+            continue
+        passed += int(m.group(1))
+        failed += int(m.group(2)) + int(m.group(3))
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
 EOF
