@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The optional features' programs (the conns iterator, the backstop, the
- * sweep), each loaded from its own object over an instance's pinned maps
- * once the core runs.  Rule: whatever happens here, the core keeps
+ * The optional features' programs (the data path, the conns iterator, the
+ * backstop, the sweep), each loaded from its own object over an instance's
+ * pinned maps once the core is loaded.  Rule: whatever happens here, the core keeps
  * running; a feature the probe finds unsupported, or the verifier refuses,
  * or that cannot attach, is recorded off with the reason (the refusal's
  * whole log saved, its path in the reason) and lism goes on without it.
