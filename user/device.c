@@ -166,7 +166,7 @@ int lism_percpu_zero(int fd)
 	return err;
 }
 
-/* One batched pass over the token table: confirmed connections, joined ends. */
+/* One batched pass over the token table: confirmed connections, joined ends, ends paired without a data path. */
 static int scan_table(const struct lism_instance *in, __u32 capacity, __u32 *confirmed, __u32 *joined,
 		      __u32 *pair_only)
 {

@@ -488,8 +488,13 @@ int lism_probe_verify(const char *object, char *why, size_t len)
 	const struct lism_object *o = lism_object_find(object);
 	struct lism_refusal r;
 	__u32 features;
-	int err = o ? verify_object(o, 0, &r, &features) : -ENOENT;
+	int err;
 
+	if (!o) {
+		snprintf(why, len, "lism has no object %s", object);
+		return -ENOENT;
+	}
+	err = verify_object(o, 0, &r, &features);
 	if (err)
 		lism_refusal_summary(&r, why, len);
 	return err;

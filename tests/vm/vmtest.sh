@@ -4,9 +4,12 @@
 # apt), boot it under qemu (TCG: these machines' KVM runs no guest) with
 # this machine's root shared read-only over virtiofs, and run there, with
 # this build: `lism probe`, `lism load` and what it enables, and the
-# integration suites of VMTEST_SUITES.  Prints one matrix: kernel x lism
-# feature (probe, loaded), then kernel x suite (passed/failed, and each
-# failing test).  The host's kernel is the first row, from the same probe.
+# integration suites of VMTEST_SUITES; the kernels boot side by side.
+# Prints one matrix: kernel x lism feature (probe, loaded), then kernel x
+# suite (passed/failed, each failing and skipped test); the host's kernel is
+# the first row, from the same probe.  Then the checks (README's
+# requirements table against each probe, each load, each suite) as
+# "N passed, N failed"; exits 1 if one failed.
 # Usage: tests/vm/vmtest.sh BUILD [6.1|6.12 ...]   (root; needs network for apt once)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,7 +37,7 @@ for f in "$build/lism" "$build/tests/integration"; do
 	[ -x "$f" ] || die "$f is missing: run 'make all $build/tests/integration' first"
 done
 command -v qemu-system-x86_64 >/dev/null && [ -x "$virtiofsd" ] ||
-	die "qemu-system-x86_64 or $virtiofsd missing (make deps installs qemu-system-x86)"
+	die "qemu-system-x86_64 or $virtiofsd missing (make vm-deps installs qemu-system-x86)"
 
 # The newest package of a family, downloaded and extracted once.
 kernel_of() { # family -> extracted directory on stdout
