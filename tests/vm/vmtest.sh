@@ -21,7 +21,7 @@ families=("$@")
 suites=${VMTEST_SUITES:-"fallback/* scope/* degraded/*"}
 timeout_s=${VMTEST_TIMEOUT:-3600}         # the whole guest
 suite_timeout=${VMTEST_SUITE_TIMEOUT:-1800} # one suite in it
-verbose=${VMTEST_VERBOSE:-0}                # 1: each suite's whole output on the console
+verbose=${VMTEST_VERBOSE:-0}                # 1: each suite's whole output, each test's time, on the console
 work=$build/vm
 virtiofsd=/usr/lib/qemu/virtiofsd
 mkdir -p "$work/debs"
@@ -95,7 +95,7 @@ for name, f in json.load(sys.stdin)["features"].items():
 ' 2>/dev/null
 $build/lism unload --timeout 5 >/dev/null 2>&1
 for s in $suites; do
-	out=\$(timeout $suite_timeout $build/tests/integration --jobs 1 --filter "\$s" 2>&1)
+	out=\$(timeout $suite_timeout $build/tests/integration --jobs 1 $([ "$verbose" = 1 ] && echo --verbose) --filter "\$s" 2>&1)
 	[ "$verbose" = 1 ] && echo "\$out" | sed 's/^/vmtest-log: /'
 	echo "\$out" | grep -E '^\[FAIL\]' | sed 's/^\[FAIL\] /vmtest-fail: /; s/: ([0-9.]*s)\$//'
 	echo "\$out" | grep -E '^lism-matrix-skip: ' | sed 's/^lism-matrix-skip: /vmtest-skip: /'
