@@ -15,7 +15,7 @@ VERSION  := $(RELEASE)$(shell git describe --always --dirty 2>/dev/null | sed 's
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 # Debian 12 packages every target needs; `make deps` installs the missing ones.
-DEB_PACKAGES := make gcc clang llvm libclang-rt-14-dev libbpf-dev bpftool libxdp-dev libcriterion-dev libmnl-dev \
+DEB_PACKAGES := make gcc clang llvm libclang-rt-14-dev libbpf-dev bpftool libcriterion-dev libmnl-dev \
 	libelf-dev zlib1g-dev pkg-config libjson-c-dev libmicrohttpd-dev iproute2 iptables procps util-linux curl \
 	podman runc nginx-light redis-server redis-tools
 
@@ -32,8 +32,8 @@ CFLAGS   ?= -O2 -g
 # Expanded when a recipe runs (=, not :=): on a fresh machine pkg-config and
 # the -dev packages only exist once `deps` has run.
 USER_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) \
-	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf libelf libxdp json-c libmicrohttpd libmnl)
-USER_LIBS = $(shell $(PKG_CONFIG) --libs libbpf libelf libxdp json-c libmicrohttpd libmnl)
+	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf libelf json-c libmicrohttpd libmnl)
+USER_LIBS = $(shell $(PKG_CONFIG) --libs libbpf libelf json-c libmicrohttpd libmnl)
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-function -Iinclude -Ibpf -I$(BUILD)
 
@@ -51,13 +51,13 @@ USER_SRCS := $(wildcard user/*.c)
 LIB_SRCS  := $(filter-out user/main.c,$(USER_SRCS))
 LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(LIB_SRCS))
 USER_HDRS := $(wildcard user/*.h) $(wildcard include/lism/*.h) $(BUILD)/lism.skel.h \
-	$(OPTIONAL_SKELS) $(BUILD)/fastpath.skel.h
+	$(OPTIONAL_SKELS)
 
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
 
-.PHONY: all deps vm-deps run test unit integration fuzz soak bench bench-fastpath bench-deps image push check-manifests vmtest install clean help
+.PHONY: all deps vm-deps run test unit integration fuzz soak bench bench-deps image push check-manifests vmtest install clean help
 .DEFAULT_GOAL := all
 # keep generated objects between the skeleton steps
 .SECONDARY:
@@ -75,7 +75,6 @@ help:
 	@echo 'make fuzz         libFuzzer on the option and command-line parsers (FUZZ_SECONDS=$(FUZZ_SECONDS) each)'
 	@echo 'make soak         TCP_CRR for SOAK_SECONDS=$(SOAK_SECONDS) (12 threads) + SOAK_GIB=$(SOAK_GIB) GiB each way, root'
 	@echo 'make bench        TCP vs plain sockmap vs lism, interleaved (BENCH_QUICK=1: one short pass)'
-	@echo 'make bench-fastpath  pod to pod through a node namespace, with and without lism xdp'
 	@echo 'make image        the node agent image $(IMAGE) (podman, from scratch, nothing pulled)'
 	@echo 'make push REGISTRY=HOST/PATH   tag it HOST/PATH/lism:$(RELEASE) and push it'
 	@echo 'make vmtest [KERNEL=6.1] [VMTEST_SUITES=...]  lism on Debian 12 kernels under qemu: probe, load,'
@@ -140,13 +139,6 @@ $(BUILD)/%.bpf.o: $(BUILD)/bpf/%.bpf.o
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call say,GEN,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name lism_$*_bpf > $@.tmp && mv $@.tmp $@
-
-# The veth fast path is its own object: libxdp loads it into its dispatcher.
-# libbpf 1.1 warns about libxdp's .xdp_run_config section (libxdp reads it).
-$(BUILD)/fastpath.skel.h: $(BUILD)/bpf/fastpath.bpf.o
-	$(call say,GEN,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name lism_fastpath_bpf > $@.tmp 2> $@.log || { cat $@.log >&2; exit 1; }
-	$(Q)grep -v 'xdp_run_config' $@.log >&2; rm -f $@.log; mv $@.tmp $@
 
 $(BUILD)/user/%.o: user/%.c $(USER_HDRS) | $(BUILD)/user
 	$(call say,CC,$@)
@@ -236,11 +228,6 @@ vmtest: deps vm-deps all $(BUILD)/tests/integration
 
 bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup
 	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/bench.py
-	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/fastpath.py
-
-# Only the veth fast path's pod-to-pod workloads (part of `make bench`).
-bench-fastpath: bench-deps all
-	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/fastpath.py
 
 # podman's cgroupfs manager (named: systemd's would want a .slice parent)
 # makes a cgroup per hierarchy for --cgroup-parent (or libpod_parent without
@@ -264,8 +251,6 @@ image: deps all
 	$(Q)for lib in $$(ldd $(BUILD)/lism | awk '$$2 == "=>" && $$3 ~ /^\// { print $$3 } $$1 ~ /^\// { print $$1 }'); do \
 		cp -L --parents $$lib $(BUILD)/image-root/ || exit 1; \
 	done
-	$(Q)# libxdp loads its dispatcher from here (the veth fast path)
-	$(Q)cp -L --parents $$($(PKG_CONFIG) --variable=libdir libxdp)/bpf/xdp-dispatcher.o $(BUILD)/image-root/
 	$(Q)$(PODMAN) build -q -f $(abspath deploy/Containerfile) -t $(IMAGE) $(BUILD)/image-root >/dev/null
 	$(Q)cg=lism-image-$$$$; $(PODMAN) --cgroup-manager=cgroupfs run --rm --network none $(PODMAN_LIMITS) \
 		--cgroup-parent=/$$cg \

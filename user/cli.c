@@ -20,7 +20,7 @@ static const struct {
 	{ "conns", LISM_CMD_CONNS },   { "stats", LISM_CMD_STATS },   { "events", LISM_CMD_EVENTS },
 	{ "run", LISM_CMD_RUN },       { "set", LISM_CMD_SET },       { "help", LISM_CMD_HELP },
 	{ "version", LISM_CMD_VERSION }, { "mount-bpffs", LISM_CMD_MOUNT_BPFFS },
-	{ "xdp", LISM_CMD_XDP },       { "probe", LISM_CMD_PROBE },
+	{ "probe", LISM_CMD_PROBE },
 };
 
 /* BPF_TCP_* order */
@@ -81,15 +81,11 @@ void lism_usage(FILE *f)
 		"           --log-events types one by one\n"
 		"           [load options] [--metrics-addr ADDR:PORT] [--unload-on-exit] [-j]\n"
 		"           [--log-events all|none|TYPE,...] [--log-interval SECONDS]\n"
-		"           [--iface GLOB,...]  (keep the veth fast path on matching interfaces)\n"
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
 		"  set active drain    keep them on TCP until a lism run adopts the instance\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
 		"  set churn-detect on|off   let destinations of short connections skip the shortcut\n"
 		"  set senders adaptive|eager   when new connections' sends start to run the data path\n"
-		"  xdp attach --iface GLOB,...   veth fast path (XDP) on matching interfaces\n"
-		"  xdp detach                    remove it from every interface\n"
-		"  xdp status                    where it is attached, what it forwarded   [-j]\n"
 		"  probe    every kernel feature lism uses, whether this kernel has it, and which part\n"
 		"           of lism it enables; as root, whether the verifier takes each program   [-j]\n"
 		"  mount-bpffs  mount bpffs at /sys/fs/bpf unless the pin path is on one (init containers)\n"
@@ -293,7 +289,6 @@ enum {
 	OPT_EAGER_SENDERS,
 	OPT_SENDERS,
 	OPT_CHURN_WINDOW,
-	OPT_IFACE,
 	OPT_TYPE,
 	OPT_LOG_EVENTS,
 	OPT_LOG_INTERVAL,
@@ -334,10 +329,7 @@ static int option_allowed(enum lism_cmd cmd, int opt)
 		return cmd == LISM_CMD_UNLOAD;
 	case 'j':
 		return cmd == LISM_CMD_STATUS || cmd == LISM_CMD_CONNS || cmd == LISM_CMD_STATS ||
-		       cmd == LISM_CMD_EVENTS || cmd == LISM_CMD_RUN || cmd == LISM_CMD_XDP ||
-		       cmd == LISM_CMD_PROBE;
-	case OPT_IFACE:
-		return cmd == LISM_CMD_XDP || cmd == LISM_CMD_RUN;
+		       cmd == LISM_CMD_EVENTS || cmd == LISM_CMD_RUN || cmd == LISM_CMD_PROBE;
 	case 'w':
 	case OPT_PORT:
 	case OPT_STATE:
@@ -415,19 +407,6 @@ static int parse_positional(struct lism_opts *o, int n, char **args, char *err, 
 			    "set: unknown setting '%s' (active, max-dmbs, churn-detect, senders)",
 			    args[0]);
 	}
-	if (o->cmd == LISM_CMD_XDP) {
-		if (n != 1 || (strcmp(args[0], "attach") && strcmp(args[0], "detach") &&
-			       strcmp(args[0], "status")))
-			return fail(err, errlen, "xdp: expected 'attach', 'detach' or 'status'");
-		o->xdp_action = !strcmp(args[0], "attach") ? LISM_XDP_ATTACH :
-				!strcmp(args[0], "detach") ? LISM_XDP_DETACH :
-							     LISM_XDP_STATUS;
-		if ((o->xdp_action == LISM_XDP_ATTACH) != !!o->xdp_ifaces[0])
-			return fail(err, errlen, "xdp %s: --iface %s", args[0],
-				    o->xdp_action == LISM_XDP_ATTACH ? "is required" :
-								       "only applies to attach");
-		return 0;
-	}
 	if (n)
 		return fail(err, errlen, "%s: unexpected argument '%s'", lism_cmd_name(o->cmd), args[0]);
 	return 0;
@@ -464,7 +443,6 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		{ "stay", no_argument, NULL, OPT_STAY },
 		{ "gone", no_argument, NULL, OPT_GONE },
 		{ "soft", no_argument, NULL, OPT_SOFT },
-		{ "iface", required_argument, NULL, OPT_IFACE },
 		{ "type", required_argument, NULL, OPT_TYPE },
 		{ "log-events", required_argument, NULL, OPT_LOG_EVENTS },
 		{ "log-interval", required_argument, NULL, OPT_LOG_INTERVAL },
@@ -692,19 +670,6 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		case OPT_UNLOAD_ON_EXIT:
 			o->unload_on_exit = 1;
 			break;
-		case OPT_IFACE: {
-			char item[64];
-
-			/* interface names or globs: "veth*,cali*" */
-			if (strlen(arg) >= sizeof(o->xdp_ifaces))
-				return fail(err, errlen, "--iface: list too long");
-			for (const char *p = arg; *p;)
-				if (list_item(&p, item, sizeof(item)) || strchr(item, '/'))
-					return fail(err, errlen, "--iface: '%s' is not a list of interface names or globs",
-						    arg);
-			strcpy(o->xdp_ifaces, arg);
-			break;
-		}
 		case OPT_TYPE:
 		case OPT_LOG_EVENTS:
 			if (lism_event_types_parse(arg, &o->event_types))

@@ -29,7 +29,6 @@ enum lism_cmd {
 	LISM_CMD_RUN,
 	LISM_CMD_SET,
 	LISM_CMD_MOUNT_BPFFS,
-	LISM_CMD_XDP,
 	LISM_CMD_PROBE,
 	LISM_CMD_HELP,
 	LISM_CMD_VERSION,
@@ -53,13 +52,6 @@ enum lism_set_key {
 	LISM_SET_MAX_DMBS,
 	LISM_SET_CHURN_DETECT,
 	LISM_SET_SENDERS,
-};
-
-/* lism xdp ACTION */
-enum lism_xdp_action {
-	LISM_XDP_STATUS = 0,
-	LISM_XDP_ATTACH,
-	LISM_XDP_DETACH,
 };
 
 /* lism conns --mode */
@@ -121,9 +113,6 @@ struct lism_opts {
 	int gone;
 	/* mount-bpffs --soft: a failure is said and exits 0 */
 	int soft;
-	/* xdp, run: comma-separated interface globs for the veth fast path ("" = off) */
-	char xdp_ifaces[256];
-	enum lism_xdp_action xdp_action;
 	/* set */
 	enum lism_set_key set_key;
 	__u32 set_value; /* for LISM_SET_ACTIVE: 1 on, 0 off, LISM_ACTIVE_DRAIN */

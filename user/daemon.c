@@ -29,7 +29,6 @@
 #include "daemon.h"
 #include "device.h"
 #include "events.h"
-#include "fastpath.h"
 #include "feature.h"
 #include "loader.h"
 #include "log.h"
@@ -41,7 +40,6 @@
 #include "signals.h"
 #include "summary.h"
 
-#define XDP_RESCAN_S 2
 #define LOG_EVENTS_PER_S 100 /* a busy node's log stays readable; lism events shows everything */
 
 /* Where the daemon stands with the instance: what /healthz and /metrics tell. */
@@ -267,7 +265,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct http_ctx *ctx = cls;
 	const char *why;
 	char *body = NULL;
-	__u64 xdp[LISM_XDP_STAT_MAX];
 	size_t len = 0;
 	double now = lism_mono_s();
 	int running;
@@ -329,11 +326,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			ctx->cached_ok = !snapshot(ctx->pin_path, &ctx->cached);
 			ctx->cached_at = now;
 		}
-		if (ctx->cached_ok) {
+		if (ctx->cached_ok)
 			lism_metrics_write(f, &ctx->cached, LISM_VERSION);
-			if (!lism_fastpath_stats(ctx->pin_path, xdp))
-				lism_metrics_write_xdp(f, xdp);
-		}
 	}
 	fclose(f);
 	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
@@ -344,26 +338,6 @@ static int load_fresh(const struct lism_opts *o, int *loaded)
 	int err = lism_cmd_load(o);
 
 	*loaded = !err;
-	return err;
-}
-
-/*
- * The fast path on new veths, under the pin lock: an unload detaches the
- * fast path and then unlinks its pins, and a rescan in between would
- * attach programs nothing removes any more.  While a load or an unload
- * holds the lock (or the directory is gone) it waits for the next rescan.
- * lism_fastpath_sync()'s result otherwise (-EPERM: no CAP_SYS_ADMIN).
- */
-static int fastpath_rescan(const struct lism_opts *o)
-{
-	int lockfd = lism_pin_trylock(o->pin_path), err;
-
-	if (lockfd == -EWOULDBLOCK || lockfd == -ENOENT)
-		return 0;
-	if (lockfd < 0)
-		return lockfd;
-	err = lism_fastpath_sync(o->pin_path, o->xdp_ifaces, 1);
-	close(lockfd);
 	return err;
 }
 
@@ -390,7 +364,7 @@ static int adopt_or_load(const struct lism_opts *o, int *loaded)
 		return LISM_EXIT_STATE;
 	}
 	err = lism_instance_open(&in, o->pin_path);
-	if (err == -ENOENT) { /* the directory without an instance (a fast path's pins alone) */
+	if (err == -ENOENT) { /* the directory without an instance (a load's leftover) */
 		close(lockfd);
 		return load_fresh(o, loaded);
 	}
@@ -739,8 +713,7 @@ int lism_cmd_run(const struct lism_opts *o)
 	struct pollfd p[3];
 	int ret, sfd = -1, scope_fd = -1, routes_ok = 0, stop = 0, loaded = 0, started = 0, have_prev = 0, ready = 0;
 	enum follow follow = FOLLOWING;
-	int xdp_on = !!o->xdp_ifaces[0];
-	double now, last_summary = 0, last_xdp = 0, last_check = 0, routes_retry = 0;
+	double now, last_summary = 0, last_check = 0, routes_retry = 0;
 	char types[128];
 
 	log_out = stdout;
@@ -784,7 +757,7 @@ int lism_cmd_run(const struct lism_opts *o)
 	p[1] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	p[2] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	while (!stop) {
-		/* until the next of: a heartbeat, a load attempt, the events' tick, the XDP rescan, the summary */
+		/* until the next of: a heartbeat, a load attempt, the events' tick, the summary */
 		double next;
 		int n, have = 1;
 
@@ -799,8 +772,6 @@ int lism_cmd_run(const struct lism_opts *o)
 			/* the BPF programs emit only the events somebody follows (abi.h) */
 			if (o->event_types)
 				follow_events(o->pin_path, &eo, &ev, &follow, 0);
-			if (xdp_on && fastpath_rescan(o) == -EPERM)
-				xdp_on = 0; /* said why (CAP_SYS_ADMIN); retrying would only repeat it */
 			if (o->log_interval_s)
 				log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);
 			printf("lism: running; logging events: %s", types);
@@ -810,7 +781,7 @@ int lism_cmd_run(const struct lism_opts *o)
 				printf("\n");
 			fflush(stdout);
 			started = 1;
-			last_check = last_xdp = last_summary = now = lism_mono_s();
+			last_check = last_summary = now = lism_mono_s();
 		}
 		if (ready && now - last_check >= HEARTBEAT_S) {
 			const char *why;
@@ -830,8 +801,6 @@ int lism_cmd_run(const struct lism_opts *o)
 			earliest(&next, &have, ctx.next_attempt);
 		if (ready && o->event_types)
 			earliest(&next, &have, now + LISM_EVENTS_TICK_MS / 1000.0);
-		if (ready && xdp_on)
-			earliest(&next, &have, last_xdp + XDP_RESCAN_S);
 		if (ready && o->log_interval_s)
 			earliest(&next, &have, last_summary + o->log_interval_s);
 		p[1].fd = ev ? lism_events_fd(ev) : -1;
@@ -870,13 +839,6 @@ int lism_cmd_run(const struct lism_opts *o)
 				ctx.route_entries = st.entries;
 				pthread_mutex_unlock(&ctx.lock);
 			}
-		}
-		/* pods come and go: new veths matching --iface get the fast path */
-		if (ready && xdp_on && now - last_xdp >= XDP_RESCAN_S) {
-			if (fastpath_rescan(o) == -EPERM)
-				xdp_on = 0;
-			last_xdp = now;
-			fflush(stdout);
 		}
 		if (ready && o->log_interval_s && now - last_summary >= o->log_interval_s)
 			log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);

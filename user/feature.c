@@ -61,13 +61,6 @@ static const struct lism_feature_info table[LISM_F_MAX] = {
 		.programs = "",
 		.without = "status and /metrics show no BPF run time; everything else works",
 	},
-	[LISM_F_FASTPATH] = {
-		.name = "fastpath",
-		.title = "the veth fast path",
-		.programs = "lism_xdp_fwd",
-		.needed_by = "lism xdp attach",
-		.without = "pod-to-pod packets cross the node's stack as usual; everything else works",
-	},
 };
 
 static const char *const causes[] = {
@@ -173,8 +166,8 @@ struct json_object *lism_features_json(const struct lism_feature_state st[LISM_F
 
 void lism_features_metrics(FILE *f, const struct lism_feature_state st[LISM_F_MAX])
 {
-	fprintf(f, "# HELP lism_feature_enabled 1 if this part of lism runs on this instance (fastpath: is "
-		   "available for lism xdp attach); 0 if it could not here (lism status says why).\n"
+	fprintf(f, "# HELP lism_feature_enabled 1 if this part of lism runs on this instance; "
+		   "0 if it could not here (lism status says why).\n"
 		   "# TYPE lism_feature_enabled gauge\n");
 	for (int i = 0; i < LISM_F_MAX; i++)
 		fprintf(f, "lism_feature_enabled{feature=\"%s\",core=\"%d\"} %d\n", table[i].name, table[i].core,

@@ -21,7 +21,6 @@
 #include "bpf_time.h"
 #include "cgroup.h"
 #include "device.h"
-#include "fastpath.h"
 #include "clock.h"
 #include "feature.h"
 #include "load_log.h"
@@ -562,7 +561,7 @@ int lism_cmd_load(const struct lism_opts *o)
 		lism_hint("use e.g. %s/lism", o->pin_path);
 		return LISM_EXIT_USAGE;
 	}
-	if (lism_dir_only_fastpath(o->pin_path) == 0) {
+	if (lism_dir_is_empty(o->pin_path) == 0) {
 		lism_err("--pin-path %s holds pins that are not a lism instance", o->pin_path);
 		lism_hint("choose another --pin-path, or remove what is there");
 		return LISM_EXIT_STATE;
@@ -589,7 +588,7 @@ int lism_cmd_load(const struct lism_opts *o)
 		goto cleanup;
 	}
 	/* Under the lock: it may have been filled since we looked. */
-	if (lism_dir_only_fastpath(o->pin_path) != 1) {
+	if (lism_dir_is_empty(o->pin_path) != 1) {
 		lism_err("--pin-path %s is no longer empty", o->pin_path);
 		ret = LISM_EXIT_STATE;
 		close(lockfd);
@@ -672,7 +671,7 @@ cleanup:
 	lism_bpf__destroy(skel);
 	lism_probe_free(&probe);
 	if (ret != LISM_EXIT_OK && created)
-		lism_pins_remove(o->pin_path, 0); /* a fast path set up before stays */
+		lism_pins_remove(o->pin_path);
 	if (lockfd >= 0)
 		close(lockfd);
 	if (cgfd >= 0)
@@ -685,7 +684,7 @@ cleanup:
 static int remove_instance(const struct lism_instance *in)
 {
 	char path[PATH_MAX];
-	int fd, senders, err = 0, rm, fast;
+	int fd, senders, err = 0, rm;
 
 	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_SOCKOPS)) {
 		fd = bpf_obj_get(path);
@@ -706,15 +705,7 @@ static int remove_instance(const struct lism_instance *in)
 		if (senders >= 0)
 			close(senders);
 	}
-	/* the fast path's attachments, in this network namespace */
-	fast = lism_fastpath_remove(in->pin_path);
-	if (fast) {
-		lism_err("removing the veth fast path failed: %s", strerror(-fast));
-		lism_hint("its maps stay pinned (they tell which XDP programs are lism's): "
-			  "'lism xdp detach --pin-path %s' with CAP_SYS_ADMIN", in->pin_path);
-	}
-	err = err ? err : fast;
-	rm = lism_pins_remove(in->pin_path, !fast);
+	rm = lism_pins_remove(in->pin_path);
 	return err ? err : rm;
 }
 
@@ -848,21 +839,9 @@ int lism_cmd_unload_stay(const struct lism_opts *o)
 	struct stat st;
 	int ret, sfd;
 
-	if (stat(o->pin_path, &st) && errno == ENOENT) {
+	if ((stat(o->pin_path, &st) && errno == ENOENT) || lism_dir_is_empty(o->pin_path) == 1) {
+		rmdir(o->pin_path); /* an empty directory is no instance: nothing to wait for */
 		printf("lism: nothing is pinned at %s: nothing to remove\n", o->pin_path);
-		ret = LISM_EXIT_OK;
-	} else if (lism_dir_only_fastpath(o->pin_path) == 1) {
-		/* an earlier unload removed the instance but not the veth fast path (no CAP_SYS_ADMIN) */
-		int err = lism_fastpath_remove(o->pin_path);
-
-		if (err) {
-			lism_err("removing the veth fast path failed: %s", strerror(-err));
-			if (err == -EPERM)
-				lism_hint("it needs CAP_SYS_ADMIN: add SYS_ADMIN to the cleanup container's "
-					  "capabilities where LISM_XDP_IFACES was set");
-			return LISM_EXIT_FAIL;
-		}
-		printf("lism: removed the veth fast path left at %s\n", o->pin_path);
 		ret = LISM_EXIT_OK;
 	} else {
 		ret = lism_cmd_unload(o);

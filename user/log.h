@@ -19,7 +19,7 @@ void lism_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void lism_log_setup(int verbose);
 /*
  * Hide libbpf's warnings (unless verbose) around calls whose failures are
- * expected and handled, e.g. libxdp's feature probes; the caller reports
+ * expected and handled, e.g. the probe's trial maps; the caller reports
  * the outcome itself.
  */
 void lism_log_quiet(int on);

@@ -10,7 +10,6 @@
 #include "daemon.h"
 #include "device.h"
 #include "events.h"
-#include "fastpath.h"
 #include "probe.h"
 #include "stats.h"
 #include "status.h"
@@ -44,8 +43,6 @@ int main(int argc, char **argv)
 		return lism_cmd_run(&o);
 	case LISM_CMD_SET:
 		return lism_cmd_set(&o);
-	case LISM_CMD_XDP:
-		return lism_cmd_xdp(&o);
 	case LISM_CMD_PROBE:
 		return lism_cmd_probe(&o);
 	case LISM_CMD_MOUNT_BPFFS:

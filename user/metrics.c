@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "fastpath.h"
 #include "feature.h"
 #include "metrics.h"
 #include "reason.h"
@@ -157,17 +156,4 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 	}
 	fprintf(f, "lism_shortcut_send_size_bytes_sum %llu\n", (unsigned long long)st[LISM_S_SC_BYTES]);
 	fprintf(f, "lism_shortcut_send_size_bytes_count %llu\n", (unsigned long long)cum);
-}
-
-void lism_metrics_write_xdp(FILE *f, const __u64 st[LISM_XDP_STAT_MAX])
-{
-	family(f, "lism_xdp_packets_total", "counter",
-	       "Packets the veth fast path saw: forwarded to the destination veth, or left to the stack and why.");
-	fprintf(f, "lism_xdp_packets_total{result=\"forwarded\",reason=\"\"} %llu\n",
-		(unsigned long long)st[LISM_XDP_FORWARDED]);
-	for (int k = LISM_XDP_NOT_IP; k < LISM_XDP_STAT_MAX; k++)
-		fprintf(f, "lism_xdp_packets_total{result=\"stack\",reason=\"%s\"} %llu\n",
-			lism_xdp_stat_name(k), (unsigned long long)st[k]);
-	counter(f, "lism_xdp_forwarded_bytes_total", "Bytes the veth fast path forwarded.",
-		st[LISM_XDP_FWD_BYTES]);
 }

@@ -5,13 +5,9 @@
 
 #include <stdio.h>
 
-#include "lism/fastpath.h"
-
 #include "device.h"
 
 /* Every series, zeros included, so dashboards see them from the first scrape. */
 void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *version);
-/* The veth fast path's counters (enum lism_xdp_stat), when it is set up. */
-void lism_metrics_write_xdp(FILE *f, const __u64 st[LISM_XDP_STAT_MAX]);
 
 #endif

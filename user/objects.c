@@ -42,7 +42,6 @@ const struct lism_object lism_objects[] = {
 	{ "views", views_elf, 0 },
 	{ "backstop", backstop_elf, 0 },
 	{ "sweep", sweep_elf, 0 },
-	{ "fastpath", lism_fastpath_elf, 1 },
 };
 const size_t lism_n_objects = sizeof(lism_objects) / sizeof(lism_objects[0]);
 
@@ -75,12 +74,8 @@ struct bpf_object *lism_object_open(const struct lism_object *o)
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = o->name);
 	size_t size = 0;
 	const void *elf = o->elf(&size);
-	struct bpf_object *obj;
 
-	lism_log_quiet(1); /* libbpf notes libxdp's .xdp_run_config section it skips; a failure is returned */
-	obj = bpf_object__open_mem(elf, size, &opts);
-	lism_log_quiet(0);
-	return obj;
+	return bpf_object__open_mem(elf, size, &opts);
 }
 
 int lism_object_reuse_pins(struct bpf_object *obj, const char *pin_path)

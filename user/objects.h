@@ -24,9 +24,8 @@ struct lism_object {
 extern const struct lism_object lism_objects[];
 extern const size_t lism_n_objects;
 
-/* The ELF bytes of the core and the fast path (their skeletons live in loader.c, fastpath.c). */
+/* The ELF bytes of the core (its skeleton lives in loader.c). */
 const void *lism_core_elf(size_t *size);
-const void *lism_fastpath_elf(size_t *size);
 
 /* The object called @name, or NULL. */
 const struct lism_object *lism_object_find(const char *name);

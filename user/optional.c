@@ -358,7 +358,7 @@ void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
 
 void lism_probed_features(const struct lism_probe *probe, struct lism_feature_state st[LISM_F_MAX])
 {
-	static const enum lism_feature probed[] = { LISM_F_SEND_SIZES, LISM_F_BPF_STATS, LISM_F_FASTPATH };
+	static const enum lism_feature probed[] = { LISM_F_SEND_SIZES, LISM_F_BPF_STATS };
 	char missing[LISM_FEATURE_WHY_LEN];
 
 	for (size_t i = 0; i < sizeof(probed) / sizeof(probed[0]); i++) {
@@ -366,9 +366,6 @@ void lism_probed_features(const struct lism_probe *probe, struct lism_feature_st
 
 		if (lism_probe_missing(probe, f, missing, sizeof(missing)))
 			lism_feature_off(&st[f], LISM_FC_KERNEL, "the kernel lacks %s", missing);
-		/* attached on demand: its verifier's answer now, not at the first attach */
-		else if (f == LISM_F_FASTPATH && lism_probe_verify("fastpath", missing, sizeof(missing)))
-			lism_feature_off(&st[f], LISM_FC_VERIFIER, "%s", missing);
 		else
 			lism_feature_on(&st[f]);
 	}

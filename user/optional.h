@@ -24,7 +24,7 @@ struct lism_probe;
 void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
 			struct lism_feature_state st[LISM_F_MAX]);
 
-/* The features only the probe decides (send sizes, BPF stats, the fast path's availability). */
+/* The features only the probe decides (send sizes, BPF stats). */
 void lism_probed_features(const struct lism_probe *probe, struct lism_feature_state st[LISM_F_MAX]);
 
 #endif

@@ -11,7 +11,6 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "lism/fastpath.h"
 #include "log.h"
 #include "pins.h"
 
@@ -90,34 +89,22 @@ static const char *const pin_names[] = {
 	LISM_PIN_LINK_SOCKOPS, LISM_PIN_LINK_DESTROY,
 };
 
-const char *const lism_fastpath_pins[LISM_FASTPATH_PINS] = {
-	LISM_PIN_XDP_PORTS, LISM_PIN_XDP_STATS, LISM_PIN_XDP_CONFIG,
-};
-
-static int is_fastpath_pin(const char *name)
-{
-	for (size_t i = 0; i < LISM_FASTPATH_PINS; i++)
-		if (!strcmp(name, lism_fastpath_pins[i]))
-			return 1;
-	return 0;
-}
-
-int lism_dir_only_fastpath(const char *dir)
+int lism_dir_is_empty(const char *dir)
 {
 	struct dirent *de;
-	int only = 1;
+	int empty = 1;
 	DIR *d;
 
 	d = opendir(dir);
 	if (!d)
 		return -errno;
 	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && !is_fastpath_pin(de->d_name)) {
-			only = 0;
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			empty = 0;
 			break;
 		}
 	closedir(d);
-	return only;
+	return empty;
 }
 
 static int unlink_pins(const char *dir, const char *const *names, size_t n)
@@ -137,25 +124,12 @@ static int unlink_pins(const char *dir, const char *const *names, size_t n)
 	return err;
 }
 
-int lism_pins_remove(const char *dir, int with_fastpath)
+int lism_pins_remove(const char *dir)
 {
 	int err = unlink_pins(dir, pin_names, sizeof(pin_names) / sizeof(pin_names[0]));
 
-	if (with_fastpath) {
-		int e = unlink_pins(dir, lism_fastpath_pins, LISM_FASTPATH_PINS);
-
-		err = err ? err : e;
-	}
 	if (rmdir(dir) && errno != ENOENT && errno != ENOTEMPTY)
 		err = -errno;
-	return err;
-}
-
-int lism_fastpath_pins_remove(const char *dir)
-{
-	int err = unlink_pins(dir, lism_fastpath_pins, LISM_FASTPATH_PINS);
-
-	rmdir(dir); /* only if the fast path was all it held */
 	return err;
 }
 

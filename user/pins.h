@@ -45,21 +45,13 @@ int lism_existing_ancestor(const char *path, char *out, size_t outlen);
 
 /*
  * Unlink lism's own pins in @dir (the names above and every map of the
- * object; with @with_fastpath also the veth fast path's maps), then the
- * directory if that left it empty.  Other files are never touched.  A
- * missing directory is fine.
+ * object), then the directory if that left it empty.  Other files are
+ * never touched.  A missing directory is fine.
  */
-int lism_pins_remove(const char *dir, int with_fastpath);
+int lism_pins_remove(const char *dir);
 
-/* The veth fast path's maps (ports, stats, config): it may be set up before or without an instance. */
-#define LISM_FASTPATH_PINS 3
-extern const char *const lism_fastpath_pins[LISM_FASTPATH_PINS];
-
-/* Unlink only the fast path's pins, then @dir if that left it empty. */
-int lism_fastpath_pins_remove(const char *dir);
-
-/* Whether @dir holds nothing but the veth fast path's pins (1), more (0), or -errno. */
-int lism_dir_only_fastpath(const char *dir);
+/* Whether @dir holds nothing (1), something (0), or -errno. */
+int lism_dir_is_empty(const char *dir);
 
 /* Whether @path is a mount point (1), not (0), or -errno. */
 int lism_is_mount_point(const char *path);

@@ -70,9 +70,6 @@ const struct lism_helper_req lism_helper_reqs[] = {
 	H(SCHED_CLS, loop, SWEEP), H(SCHED_CLS, probe_read_kernel, SWEEP),
 	H(SCHED_CLS, ktime_get_ns, SWEEP), H(SCHED_CLS, ringbuf_reserve, SWEEP),
 	H(SCHED_CLS, ringbuf_submit, SWEEP), H(SCHED_CLS, ringbuf_query, SWEEP),
-	/* lism_xdp_fwd */
-	H(XDP, map_lookup_elem, FASTPATH), H(XDP, fib_lookup, FASTPATH), H(XDP, jiffies64, FASTPATH),
-	H(XDP, redirect_map, FASTPATH),
 };
 const size_t lism_n_helper_reqs = sizeof(lism_helper_reqs) / sizeof(lism_helper_reqs[0]);
 
@@ -85,7 +82,6 @@ static const struct {
 	{ "lism_msg", BPF_SK_MSG_VERDICT },        /* on the senders map */
 	{ "lism_iter_socks", BPF_TRACE_ITER },     /* an iterator link per lism conns */
 	{ "lism_destroy", BPF_TRACE_RAW_TP },      /* a tracing link (tp_btf) */
-	{ "lism_xdp_fwd", BPF_XDP },               /* through libxdp */
 };
 
 /* What a requirement means beyond its name. */
@@ -480,23 +476,6 @@ static int verify_object(const struct lism_object *o, __u32 lacking, struct lism
 		lism_load_log_free(&log);
 	}
 	bpf_object__close(obj);
-	return err;
-}
-
-int lism_probe_verify(const char *object, char *why, size_t len)
-{
-	const struct lism_object *o = lism_object_find(object);
-	struct lism_refusal r;
-	__u32 features;
-	int err;
-
-	if (!o) {
-		snprintf(why, len, "lism has no object %s", object);
-		return -ENOENT;
-	}
-	err = verify_object(o, 0, &r, &features);
-	if (err)
-		lism_refusal_summary(&r, why, len);
 	return err;
 }
 

@@ -74,12 +74,6 @@ struct lism_helper_req {
 extern const struct lism_helper_req lism_helper_reqs[];
 extern const size_t lism_n_helper_reqs;
 
-/*
- * Trial load of lism object @object (nothing pinned or attached): 0 when the
- * verifier takes it, else -errno and @why (the refusal in a line).
- */
-int lism_probe_verify(const char *object, char *why, size_t len);
-
 int lism_cmd_probe(const struct lism_opts *o);
 
 #endif

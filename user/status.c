@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 
 #include "event_types.h"
-#include "fastpath.h"
 #include "feature.h"
 #include "format.h"
 #include "lism/sender.h"
@@ -211,10 +210,9 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 
 int lism_cmd_status(const struct lism_opts *o)
 {
-	__u64 xdp[LISM_XDP_STAT_MAX];
 	struct lism_instance in;
 	struct lism_snapshot s;
-	int err, xdp_on;
+	int err;
 
 	if (o->gone) {
 		struct stat st;
@@ -255,22 +253,13 @@ int lism_cmd_status(const struct lism_opts *o)
 		lism_err("reading the instance at %s failed: %s", o->pin_path, strerror(-err));
 		return LISM_EXIT_FAIL;
 	}
-	/* the veth fast path, when it is set up beside the instance */
-	xdp_on = !lism_fastpath_stats(o->pin_path, xdp);
 	if (o->json) {
 		struct json_object *j = lism_status_json(o->pin_path, &s);
 
-		if (xdp_on)
-			json_object_object_add(j, "xdp_forwarded",
-					       json_object_new_uint64(xdp[LISM_XDP_FORWARDED]));
 		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
 		json_object_put(j);
 	} else {
 		lism_status_print(stdout, o->pin_path, &s);
-		if (xdp_on)
-			printf("  veth fast path: %llu packets forwarded past the node's stack "
-			       "(lism xdp status)\n",
-			       (unsigned long long)xdp[LISM_XDP_FORWARDED]);
 	}
 	return LISM_EXIT_OK;
 }

@@ -480,12 +480,12 @@ void env_down(struct env *e)
 		sh("ip netns del %s 2>/dev/null", e->netns[i]);
 	if (e->loaded)
 		lism(e, "unload --timeout 2 --force");
-	lism_pins_remove(e->pin, 1);
+	lism_pins_remove(e->pin);
 	rmdir(e->cgroup);
 	if (e->plain_loaded) {
 		kill_stragglers(e->plain_cgroup);
 		sh("%s unload --timeout 2 --force --pin-path %s >/dev/null 2>&1", lism_bin(), e->plain_pin);
-		lism_pins_remove(e->plain_pin, 1);
+		lism_pins_remove(e->plain_pin);
 		rmdir(e->plain_cgroup);
 		e->plain_loaded = 0;
 	}

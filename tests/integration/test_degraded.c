@@ -38,8 +38,6 @@ static void down(void)
 		child = -1;
 	}
 	unsetenv("LISM_TEST_REJECT");
-	if (e.pin[0])
-		sh("rm -rf %s-libxdp", e.pin);
 	env_down(&e);
 }
 
@@ -279,46 +277,6 @@ Test(degraded, the_sweep_runs_when_it_is_on)
 	}
 	close(c);
 	close(s);
-}
-
-/* The fast path's lism in @ns (libxdp pins under a directory of the test's, as test_fastpath.c). */
-static int xdp_cmd(const char *ns, const char *env, const char *args, char *out, size_t len)
-{
-	char cmd[PATH_MAX * 4];
-
-	snprintf(cmd, sizeof(cmd), "%s LIBXDP_BPFFS=%s-libxdp nsenter --net=/run/netns/%s \"$LISM_BIN\" %s "
-		 "--pin-path %s 2>&1", env, e.pin, ns, args, e.pin);
-	return sh_out(cmd, out, len);
-}
-
-Test(degraded, without_the_fast_path)
-{
-	char out[8192], cmd[PATH_MAX * 2];
-	const char *ns;
-	int rc;
-
-	require_root();
-	needs(LISM_F_FASTPATH);
-	env_up(&e, LISM_TEST_MEASURE);
-	ns = env_netns(&e, "xdp");
-	cr_assert_eq(sh("mkdir -p %s-libxdp", e.pin), 0);
-	cr_assert_eq(sh("ip -n %s link add dv0 type veth peer name dv1 && ip -n %s link set dv0 up && "
-			"ip -n %s link set dv1 up", ns, ns, ns), 0);
-	rc = xdp_cmd(ns, "LISM_TEST_REJECT=fastpath", "xdp attach --iface dv0", out, sizeof(out));
-	cr_assert_neq(rc, 0, "attached with the program refused: %s", out);
-	cr_assert_not_null(strstr(out, "the verifier refused lism_xdp_fwd (fastpath)"), "%s", out);
-	cr_assert_not_null(strstr(out, "verifier: R1 invalid mem access 'scalar'"), "%s", out);
-	cr_assert_not_null(strstr(out, "without it pod-to-pod packets cross the node's stack"), "%s", out);
-	cr_assert_lt(count(out, "\n"), 12, "not a few lines:\n%s", out);
-	/* nothing attached, and lism itself untouched */
-	snprintf(cmd, sizeof(cmd), "ip -n %s link show dv0 | grep -q xdp", ns);
-	cr_assert_neq(sh("%s", cmd), 0, "an XDP program is attached");
-	assert_core_carries();
-	/* the same attach without the switch works: the switch was the only cause */
-	cr_assert_eq(xdp_cmd(ns, "", "xdp attach --iface dv0", out, sizeof(out)), 0, "%s", out);
-	cr_assert_eq(sh("%s", cmd), 0, "no XDP program attached");
-	cr_assert_eq(xdp_cmd(ns, "", "xdp detach", out, sizeof(out)), 0, "%s", out);
-	sh("rm -rf %s-libxdp", e.pin);
 }
 
 /* A core program refused: a short report, the whole log kept, nothing left behind. */

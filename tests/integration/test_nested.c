@@ -24,7 +24,7 @@ static void down(void)
 	if (inner.pin[0]) {
 		if (inner.loaded)
 			lism(&inner, "unload --timeout 2 --force");
-		lism_pins_remove(inner.pin, 1);
+		lism_pins_remove(inner.pin);
 		rmdir(inner.cgroup);
 	}
 	memset(&inner, 0, sizeof(inner));

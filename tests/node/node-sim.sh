@@ -70,12 +70,11 @@ tmp=$(mktemp -d /tmp/lism-node.XXXXXX)
 bpffs=$tmp/bpffs
 pin_in=/sys/fs/bpf/lism # the DaemonSet's pin path, in the containers
 pin=$bpffs/lism         # the same, seen from the node
-libxdp_in=/sys/fs/bpf/libxdp
 pids=()
 
 cleanup() {
 	# one at a time: podman rm stops at a name that does not exist
-	for c in "$ctr" "$ctr-xdp" "$ctr-init" "$ctr-2" "$ctr-rejected" "$ctr-cleanup"; do
+	for c in "$ctr" "$ctr-init" "$ctr-2" "$ctr-rejected" "$ctr-cleanup"; do
 		podman --runtime runc rm -f -t 0 "$c" >/dev/null 2>&1
 	done
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -88,10 +87,9 @@ cleanup() {
 		xargs -r kill -9 <"$cg/cgroup.procs" 2>/dev/null
 		sleep 0.1
 	done
-	for p in "$pin" "$bpffs/lism-rejected" "$bpffs/lism-xdp"; do
+	for p in "$pin" "$bpffs/lism-rejected"; do
 		[ -e "$p/device" ] && "$build/lism" unload --force --timeout 0 --pin-path "$p" >/dev/null 2>&1
 	done
-	[ -d "$bpffs/lism-xdp" ] && "$build/lism" xdp detach --pin-path "$bpffs/lism-xdp" >/dev/null 2>&1
 	# the init container's bpffs, then the shared bind mount under it
 	for _ in 1 2 3; do mountpoint -q "$bpffs" && umount -l "$bpffs"; done
 	for ns in "$ns_a" "$ns_b" "$ns_c" "$ns_r" "$ns_node"; do ip netns del "$ns" 2>/dev/null; done
@@ -388,44 +386,6 @@ routes_n=$(http_get "$port" /metrics | awk '$1 == "lism_scope_route_entries" { p
 check "/metrics counts the scope's entries from routes (lism_scope_route_entries ${routes_n:-missing})" \
 	[ "${routes_n:-0}" -ge 3 ]
 
-# --- the veth fast path, from the same image with the same privileges plus
-# CAP_SYS_ADMIN (what enabling it asks of the DaemonSet), in the node's
-# network namespace (the DaemonSet's hostNetwork), on the pod veths.
-# Plain TCP between pods (clients outside lism's cgroup: no shortcut), so the
-# packets cross the node; conntrack liberal, so established TCP may skip it.
-ip netns exec "$ns_node" iptables -A FORWARD -m conntrack --ctstate INVALID -j DROP &&
-	ip netns exec "$ns_node" sysctl -qw net.netfilter.nf_conntrack_tcp_be_liberal=1 ||
-	bad "node conntrack settings"
-mkdir -p "$bpffs/libxdp"
-xdp_in() { # extra podman options, then --, then lism xdp arguments
-	local extra=()
-	while [ "$1" != -- ]; do extra+=("$1"); shift; done
-	shift
-	podman "${run_base[@]}" --rm --name "$ctr-xdp" \
-		--env "LIBXDP_BPFFS=$libxdp_in" "${opts[@]}" "${extra[@]}" --entrypoint /usr/sbin/lism \
-		"$image" xdp "$@" --pin-path /sys/fs/bpf/lism-xdp
-}
-xdp_count() { ip -n "$ns_node" -o link show | grep -c ' xdp'; }
-# libxdp reads attached XDP programs by id (BPF_PROG_GET_FD_BY_ID): CAP_SYS_ADMIN
-xdp_in -- attach --iface 'veth*' >"$tmp/xdp.log" 2>&1
-xdp_in -- status >>"$tmp/xdp.log" 2>&1
-check "without CAP_SYS_ADMIN a second look at the veths fails and says why" \
-	grep -q 'needs it' "$tmp/xdp.log"
-xdp_in --cap-add SYS_ADMIN -- detach >/dev/null 2>&1
-xdp_in --cap-add SYS_ADMIN -- attach --iface 'veth*' >"$tmp/xdp.log" 2>&1
-check "lism xdp attach in the image attaches to the 3 pod veths ($(xdp_count) with XDP)" [ "$(xdp_count)" = 3 ]
-grep -v '^lism: fast path attached' "$tmp/xdp.log" | sed 's/^/node-sim: xdp: /'
-ip netns exec "$ns_a" redis-benchmark -h 10.244.2.2 -p 6379 -t set,get -n 20000 -c 8 -d 1024 -q >"$tmp/rb2.log" 2>&1
-check "redis-benchmark pod to pod with the fast path completes" grep -q 'GET' "$tmp/rb2.log"
-fwd=$(xdp_in --cap-add SYS_ADMIN -- status -j 2>/dev/null | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).counters.forwarded))')
-check "the fast path forwarded its packets past the node's stack ($fwd packets)" [ "${fwd:-0}" -ge 20000 ]
-in_cgroup "$ns_a" curl -fsS -o "$tmp/got3" http://10.96.0.10/blob
-check "curl through the Service IP with the fast path on: sha256 equal" [ "$(sha256sum <"$tmp/got3" | cut -d' ' -f1)" = "$want" ]
-xdp_in --cap-add SYS_ADMIN -- detach >"$tmp/xdp.log" 2>&1 || sed 's/^/node-sim: xdp: /' "$tmp/xdp.log"
-check "lism xdp detach leaves no XDP program ($(xdp_count) left)" [ "$(xdp_count)" = 0 ]
-no_xdp_pins() { [ ! -e "$bpffs/lism-xdp" ] && [ -z "$(find "$bpffs/libxdp" -name 'dispatch-*')" ]; }
-check "and no pins" no_xdp_pins
-
 # --- lism conns inside the container: a download held open (200 KB/s of 64 MiB)
 in_cgroup "$ns_a" curl -fsS --limit-rate 200k -o "$tmp/held" http://10.96.0.10/blob &
 held=$!
@@ -548,6 +508,6 @@ done
 check "no lism programs left ($progs_before before, $progs_after after)" [ "$progs_after" -le "$progs_before" ]
 podman --runtime runc stop -t 10 "$ctr-cleanup" >/dev/null
 check "the cleanup container exits 0 when deleted" [ "$(podman inspect -f '{{.State.ExitCode}}' "$ctr-cleanup")" = 0 ]
-for c in "$ctr" "$ctr-xdp" "$ctr-rejected" "$ctr-cleanup"; do podman --runtime runc rm -f -t 0 "$c" >/dev/null 2>&1; done
+for c in "$ctr" "$ctr-rejected" "$ctr-cleanup"; do podman --runtime runc rm -f -t 0 "$c" >/dev/null 2>&1; done
 check "no container left" [ -z "$(podman --runtime runc ps -a --format '{{.Names}}' | grep -F -e "$ctr")" ]
 finish

@@ -276,13 +276,9 @@ Test(cli, rejects_invalid_input)
 		{ "unload --force=1", "option '--force' takes no value" },
 		{ "conns --wide=yes", "option '--wide' takes no value" },
 		{ "load --bogus=5", "unknown option '--bogus=5'" },
-		{ "xdp", "expected 'attach', 'detach' or 'status'" },
-		{ "xdp flood", "expected 'attach', 'detach' or 'status'" },
-		{ "xdp attach", "--iface is required" },
-		{ "xdp detach --iface veth*", "only applies to attach" },
-		{ "xdp attach --iface veth*,", "--iface" },
-		{ "xdp attach --iface ../x", "--iface" },
-		{ "load --iface veth*", "does not apply" },
+		/* the veth fast path is gone (docs/kubernetes.md) */
+		{ "xdp status", "unknown command 'xdp'" },
+		{ "run --iface veth*", "unknown option '--iface'" },
 	};
 	struct lism_opts o;
 	char err[256];
@@ -292,28 +288,6 @@ Test(cli, rejects_invalid_input)
 		cr_expect(strstr(err, bad[i].needle), "'%s': message '%s' lacks '%s'", bad[i].line, err,
 			  bad[i].needle);
 	}
-}
-
-Test(cli, xdp_fast_path)
-{
-	struct lism_opts o;
-	char err[256];
-
-	cr_assert_eq(parse("xdp attach --iface veth*,cali* --pin-path /sys/fs/bpf/t", &o, err), LISM_EXIT_OK,
-		     "%s", err);
-	cr_assert_eq(o.cmd, LISM_CMD_XDP);
-	cr_assert_eq(o.xdp_action, LISM_XDP_ATTACH);
-	cr_assert_str_eq(o.xdp_ifaces, "veth*,cali*");
-	cr_assert_eq(parse("xdp status -j", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.xdp_action, LISM_XDP_STATUS);
-	cr_assert(o.json);
-	cr_assert_eq(parse("xdp detach", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.xdp_action, LISM_XDP_DETACH);
-	/* the DaemonSet passes the ConfigMap's value, empty when the fast path is off */
-	cr_assert_eq(parse("run --iface=", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_str_eq(o.xdp_ifaces, "");
-	cr_assert_eq(parse("run --iface=lxc*", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_str_eq(o.xdp_ifaces, "lxc*");
 }
 
 Test(cli, help_and_version)

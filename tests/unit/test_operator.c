@@ -12,7 +12,6 @@
 #include "cli.h"
 #include "conns.h"
 #include "events.h"
-#include "fastpath.h"
 #include "lism/hist.h"
 #include "metrics.h"
 #include "reason.h"
@@ -573,7 +572,6 @@ Test(metrics, text_format_is_valid_and_complete)
 	s.reasons[LISM_R_PEER_NO_LISM] = 3;
 	s.sizes[0] = 2;
 	s.sizes[5] = 10;
-	__u64 xdp[LISM_XDP_STAT_MAX] = { [LISM_XDP_FORWARDED] = 7, [LISM_XDP_NO_CT] = 2 };
 	s.bpf_time.stats_sysctl = 1;
 	for (int p = 0; p < LISM_PROG_MAX; p++)
 		s.bpf_time.prog[p].known = 1;
@@ -582,7 +580,6 @@ Test(metrics, text_format_is_valid_and_complete)
 
 	f = open_memstream(&text, &len);
 	lism_metrics_write(f, &s, "1.2.3");
-	lism_metrics_write_xdp(f, xdp);
 	fclose(f);
 
 	char *copy = strdup(text);
@@ -669,10 +666,6 @@ Test(metrics, text_format_is_valid_and_complete)
 	cr_assert_eq(sample_value(text, "lism_bpf_program_runs_total{program=\"data_path\"} "), 40);
 	cr_assert_eq(sample_value(text, "lism_bpf_program_run_seconds_total{program=\"data_path\"} "), 12e-6);
 	cr_assert_eq(sample_value(text, "lism_bpf_program_runs_total{program=\"backstop\"} "), 0);
-	cr_assert_eq(sample_value(text, "lism_xdp_packets_total{result=\"forwarded\",reason=\"\"} "), 7);
-	cr_assert_eq(sample_value(text, "lism_xdp_packets_total{result=\"stack\",reason=\"no_ct\"} "), 2);
-	for (int k = LISM_XDP_NOT_IP; k < LISM_XDP_STAT_MAX; k++)
-		cr_assert_str_neq(lism_xdp_stat_name(k), "?", "stat %d has no name", k);
 	free(text);
 }
 
