@@ -249,7 +249,7 @@ struct json_object *lism_conn_json(const struct lism_conn *c)
 	unsigned int reason;
 	enum lism_conn_mode m = lism_conn_mode(c, &reason);
 	static const char *const modes[] = { "shortcut", "tcp", "pending", "closed" };
-	static const char *const roles[] = { "none", "active", "passive", "listener" };
+	static const char *const roles[] = { "none", "active", "passive", "?" };
 
 	json_object_object_add(o, "state", json_object_new_string(lism_tcp_state_name(c->row.tcp_state)));
 	json_object_object_add(o, "local", lism_json_endpoint(c->row.laddr, c->row.lport));

@@ -119,8 +119,9 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		st[LISM_S_SHORT_CONNS]);
 	family(f, "lism_fallbacks_total", "counter", "Connection ends that stayed on TCP, by reason.");
 	for (unsigned int r = 1; r < LISM_R_MAX; r++)
-		fprintf(f, "lism_fallbacks_total{reason=\"%s\",code=\"%u\"} %llu\n", lism_reason_name(r), r,
-			(unsigned long long)s->reasons[r]);
+		if (lism_reason_known(r))
+			fprintf(f, "lism_fallbacks_total{reason=\"%s\",code=\"%u\"} %llu\n", lism_reason_name(r),
+				r, (unsigned long long)s->reasons[r]);
 	counter(f, "lism_shortcut_bytes_total", "Bytes sent through the shortcut.", st[LISM_S_SC_BYTES]);
 	counter(f, "lism_shortcut_sends_total", "Sends redirected through the shortcut.", st[LISM_S_SC_MSGS]);
 	counter(f, "lism_tcp_sends_total", "Sends of paired sockets that went over TCP.", st[LISM_S_TCP_MSGS]);

@@ -17,6 +17,11 @@ const char *lism_reason_name(unsigned int code)
 	return code < LISM_R_MAX && reasons[code].name ? reasons[code].name : "unknown";
 }
 
+int lism_reason_known(unsigned int code)
+{
+	return code < LISM_R_MAX && reasons[code].name;
+}
+
 const char *lism_reason_text(unsigned int code)
 {
 	return code < LISM_R_MAX && reasons[code].text ? reasons[code].text : "unknown reason code";

@@ -201,7 +201,8 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 		json_object_object_add(o, "events_followed", json_object_new_string(types));
 	}
 	for (unsigned int r = 1; r < LISM_R_MAX; r++)
-		add_u64(reasons, lism_reason_name(r), s->reasons[r]);
+		if (lism_reason_known(r))
+			add_u64(reasons, lism_reason_name(r), s->reasons[r]);
 	json_object_object_add(o, "fallback_reasons", reasons);
 	json_object_object_add(o, "bpf_time", bpf_time_json(&s->bpf_time));
 	json_object_object_add(o, "features", lism_features_json(s->features));

@@ -76,7 +76,6 @@ enum lism_role {
 	LISM_ROLE_NONE = 0,
 	LISM_ROLE_ACTIVE = 1,   /* connect() side: writes the proposal in its SYN */
 	LISM_ROLE_PASSIVE = 2,  /* accept() side: answers in its SYN-ACK */
-	LISM_ROLE_LISTENER = 3,
 };
 
 enum lism_state {

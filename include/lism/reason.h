@@ -2,7 +2,9 @@
 /*
  * Why a connection did not take the shortcut (SMC_CLC_DECL_* analog).
  * Codes are ABI: they appear in pinned maps and events, so never renumber;
- * add new ones at the end.
+ * add new ones at the end.  A retired code is never reused: 8 (no-saved-syn,
+ * never raised: a listener that cannot read the SYN's option does not
+ * answer, and the active end falls back with peer-no-lism).
  */
 #ifndef LISM_REASON_H
 #define LISM_REASON_H
@@ -22,7 +24,6 @@
 	  "the socket is in blocking mode: the kernel's sockmap receive path can fail a blocking " \
 	  "recv() with EAGAIN, so it stays on TCP")                                               \
 	X(7, PEER_DECLINED, "peer-declined", "the peer's end fell back (see its reason)")         \
-	X(8, NO_SYN, "no-saved-syn", "the passive side could not read the SYN (syncookies)")      \
 	X(9, SOCKMAP, "sockmap-error", "adding the socket to the shortcut map failed")            \
 	X(10, OPT_SPACE, "option-space", "no room for the option in the SYN (e.g. TCP Fast Open)") \
 	X(11, PEER_GONE, "peer-gone", "the peer closed before the connection was confirmed")     \
