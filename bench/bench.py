@@ -252,12 +252,22 @@ def iperf3(ctx):
 def msgrate(size, pingpong=False, placement=None):
     """placement "same" or "cross" core: a one-way stream's rate depends about
     2x on whether the scheduler put both ends on one CPU, so the stream rows
-    pin them (the first two CPUs this process may use)."""
+    pin them (the first two CPUs this process may use).  In the BPF-time
+    pass it records the data path's (sk_msg) run time per send."""
+    tag = "_".join(t for t in ("pingpong" if pingpong else None, placement) if t)
+
     def go(ctx):
         cmd = [os.path.join(OUT, "msgrate"), "-s", str(size), "-t", str(SECONDS)] + (["--pingpong"] if pingpong else [])
         if placement:
             cmd += ["--cpus", "%d,%d" % pinned_cpus(placement)]
-        return number(r"msgs_per_s ([0-9.]+)", run(cmd).stdout, "msgrate")
+        timed = ctx.get("bpf_pass")
+        before = ctx["bpf_msg"]() if timed else None
+        out = run(cmd).stdout
+        after = ctx["bpf_msg"]() if timed else None
+        if before and after and after[1] > before[1]:
+            ctx["extra"].setdefault("skmsg_ns_per_send_%dB_%s" % (size, tag), []).append(
+                (after[0] - before[0]) / (after[1] - before[1]))
+        return number(r"msgs_per_s ([0-9.]+)", out, "msgrate")
     return go
 
 
@@ -309,6 +319,8 @@ WORKLOADS = [
     ("msgrate_100B_same_core", "msg/s", True, False, 1.0, msgrate(100, placement="same")),
     ("msgrate_100B_cross_core", "msg/s", True, False, 1.0, msgrate(100, placement="cross")),
     ("msgrate_100B_pingpong", "msg/s", True, False, 1.0, msgrate(100, True)),
+    # one CPU: the data path's own instructions, not the lines the other CPU wrote, set its cost
+    ("msgrate_100B_pingpong_same_core", "msg/s", True, False, 1.0, msgrate(100, True, placement="same")),
     # churning first: the engaged rows leave ~40 k psocks to tear down in
     # the background (deferred work), which would land in the row after them
     ("connsetup_churning", "us/conn", False, False, None, connsetup(1, engaged=False)),
@@ -402,12 +414,24 @@ class Bench:
             self.peerctl("load")
         self.mode = mode
 
-    def sockops_run_time(self):
-        """Total BPF run time (ns) of lism's sockops program, None when lism is not loaded."""
+    def prog_run(self, pin):
+        """(run time in ns, runs) of lism's program pinned as @pin, None when lism is not loaded."""
         if self.mode not in LISM_MODES:
             return None
-        out = run(["bpftool", "-j", "prog", "show", "pinned", os.path.join(self.pin, "prog_sockops")]).stdout
-        return json.loads(out).get("run_time_ns", 0)
+        j = json.loads(run(["bpftool", "-j", "prog", "show", "pinned", os.path.join(self.pin, pin)]).stdout)
+        return j.get("run_time_ns", 0), j.get("run_cnt", 0)
+
+    def sockops_run_time(self):
+        """Total BPF run time (ns) of lism's sockops program, None when lism is not loaded."""
+        r = self.prog_run("prog_sockops")
+        return r and r[0]
+
+    def msg_run(self):
+        """(run time in ns, runs) of the data path's sk_msg program, None without it."""
+        try:
+            return self.prog_run("prog_msg")
+        except RuntimeError:  # no data path on this kernel
+            return None
 
     def lism_set(self, key, value):
         """`lism set KEY VALUE` on the loaded instance; nothing in other modes."""
@@ -452,7 +476,8 @@ def main():
         os.makedirs(OUT, exist_ok=True)
         res = {w[0]: {m: [] for m in modes} for w in workloads}
         counters = {}
-        ctx = {"tmp": b.tmp, "bpf_sockops": b.sockops_run_time, "lism_set": b.lism_set, "extra": {}}
+        ctx = {"tmp": b.tmp, "bpf_sockops": b.sockops_run_time, "bpf_msg": b.msg_run, "lism_set": b.lism_set,
+               "extra": {}}
         with open(BPF_STATS) as f:
             stats_was = f.read().strip()
         # Off while measuring: with it on, every run of every BPF program
@@ -497,15 +522,16 @@ def set_bpf_stats(value):
 
 
 def bpf_time_pass(b, ctx, workloads, modes):
-    """lism's sockops time per connection (median of ROUNDS runs), read from
-    bpf_stats in a pass of its own after the rounds, so that the clock reads
-    it adds (per program run) are in none of the compared rows.  Each run
-    as in the rounds: lism loaded fresh, the CPUs idle first.  A failure
-    here costs only this figure, not the rows."""
-    rows = [w for w in workloads if w[0].startswith("connsetup")]
+    """lism's sockops time per connection and its data path's time per send
+    (medians of ROUNDS runs), read from bpf_stats in a pass of its own after
+    the rounds, so that the clock reads it adds (per program run) are in
+    none of the compared rows.  Each run as in the rounds: lism loaded
+    fresh, the CPUs idle first.  A failure here costs only these figures,
+    not the rows."""
+    rows = [w for w in workloads if w[0].startswith(("connsetup", "msgrate"))]
     if not rows or "lism" not in modes:
         return
-    log("bench: BPF time per connection (bpf_stats on; not in the table's rows)")
+    log("bench: BPF time per connection and per send (bpf_stats on; not in the table's rows)")
     ctx["bpf_pass"] = True
     try:
         for r in range(ROUNDS):
@@ -561,7 +587,8 @@ def report(workloads, modes, res, extra, counters, elapsed):
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "kernel": os.uname().release,
             "cpus": os.cpu_count(), "rounds": ROUNDS, "seconds": SECONDS, "elapsed_s": round(elapsed),
             "modes": modes, "bpf_stats_while_measuring": False,
-            "sockops_ns_per_conn": {k: statistics.median(v) for k, v in extra.items()}}
+            "sockops_ns_per_conn": {k: statistics.median(v) for k, v in extra.items() if k.startswith("sockops")},
+            "skmsg_ns_per_send": {k: statistics.median(v) for k, v in extra.items() if k.startswith("skmsg")}}
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"info": info, "rows": rows, "lism_stats": counters}, f, indent=1)
 
@@ -585,6 +612,11 @@ def report(workloads, modes, res, extra, counters, elapsed):
                            else "%s established" % k.split("_")[-1])
         lines.append("lism sockops BPF time per connection (both ends; bpf_stats, in a pass after the rounds): " + ", ".join(
             "%s: %.1f us" % (label(k), v / 1000) for k, v in sorted(conn.items())))
+    send = info["skmsg_ns_per_send"]
+    if send:
+        lines.append("lism data path (sk_msg) BPF time per send (bpf_stats, same pass): " + ", ".join(
+            "msgrate %s: %.0f ns" % (k[len("skmsg_ns_per_send_"):].replace("_", " "), v)
+            for k, v in sorted(send.items())))
     text = "\n".join(lines)
     if "lism-eager" in modes:
         extra_rows = ["| workload | lism | lism --eager-senders | lism / eager |", "|---|---|---|---|"]

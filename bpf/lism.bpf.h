@@ -29,7 +29,9 @@
 #include "reject.bpf.h"
 
 #define AF_INET 2
+#define EBUSY 16
 #define ENOMSG 42
+#define CLOCK_MONOTONIC 1
 #define AF_INET6 10
 #define O_NONBLOCK 04000
 #define TCPHDR_SYN 0x02

@@ -21,12 +21,6 @@
 #include "dmb.bpf.h"
 #include "lism/sender.h"
 
-#ifndef CLOCK_MONOTONIC
-#define CLOCK_MONOTONIC 1
-#endif
-#ifndef EBUSY
-#define EBUSY 16
-#endif
 #define SOL_SOCKET 1
 #define SO_SNDBUF 7
 #define SOCK_SNDBUF_LOCK 1

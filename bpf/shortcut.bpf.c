@@ -137,17 +137,6 @@ static __always_inline void pass_ahead(struct sk_msg_md *msg, struct lism_sk *st
 		bpf_msg_apply_bytes(msg, n);
 }
 
-/* Advance the producer cursor of the peer's DMB and sample its consumer. */
-static __always_inline void account(struct lism_dmb *pe, __u32 size, __u32 unread)
-{
-	__u64 produced = pe->rx_bytes + size;
-
-	lism_cursor_add(&pe->prod, size, pe->dmb_size);
-	pe->cons = lism_cursor_at(produced - size - unread, pe->dmb_size);
-	pe->rx_bytes = produced;
-	pe->rx_msgs += 1;
-}
-
 /*
  * Ask the sender timer to take this sender out of both maps (sender.h);
  * its sends go to TCP from now on.  It queues once.  0 if the queue is full.
@@ -305,12 +294,13 @@ int lism_msg(struct sk_msg_md *msg)
 		stat_add(LISM_S_REDIRECT_MISS, 1);
 		goto tcp;
 	}
-	account(pe, size, unread);
+	/* the cursors and the send count are derived where they are read (cursor.h, "sizes") */
+	pe->rx_bytes += size;
+	pe->rx_msgs += 1;
 	st->win_sc += size;
 	if (tp)
 		st->sc_seq = tp->write_seq; /* redirects leave it alone */
 	judge_window(st, tp);
-	stat_add(LISM_S_SC_MSGS, 1);
 	stat_add(LISM_S_SC_BYTES, size);
 	bucket = lism_hist_bucket(size);
 	hist = bpf_map_lookup_elem(&sizes, &bucket);

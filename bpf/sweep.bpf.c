@@ -23,9 +23,6 @@
  */
 #include "dmb.bpf.h"
 
-#define CLOCK_MONOTONIC 1
-#define EBUSY 16
-
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile bool lism_test_reject = false; /* LISM_TEST_REJECT_POINT */

@@ -136,6 +136,12 @@ const char *lism_sender_name(__u8 sender)
 	return sender < sizeof(names) / sizeof(names[0]) ? names[sender] : "?";
 }
 
+/* Producer cursor: everything received. */
+static struct lism_cursor prod_now(const struct lism_conn *c)
+{
+	return lism_cursor_at(c->me.rx_bytes, c->me.dmb_size ? c->me.dmb_size : 1);
+}
+
 /* Consumer cursor now: everything received minus what is still unread. */
 static struct lism_cursor cons_now(const struct lism_conn *c)
 {
@@ -179,10 +185,10 @@ void lism_conn_format(const struct lism_conn *c, int wide, char *buf, size_t len
 	if (c->row.st.peer_token)
 		snprintf(ptok, sizeof(ptok), "%016llx", (unsigned long long)c->row.st.peer_token);
 	if (c->has_me) {
-		struct lism_cursor cn = cons_now(c);
+		struct lism_cursor pn = prod_now(c), cn = cons_now(c);
 
 		lism_fmt_bytes(c->me.dmb_size, dmb, sizeof(dmb));
-		snprintf(prod, sizeof(prod), "%u:%u", c->me.prod.wrap, c->me.prod.count);
+		snprintf(prod, sizeof(prod), "%u:%u", pn.wrap, pn.count);
 		snprintf(cons, sizeof(cons), "%u:%u", cn.wrap, cn.count);
 		snprintf(unread, sizeof(unread), "%u", c->row.unread);
 		snprintf(rx, sizeof(rx), "%llu", (unsigned long long)c->me.rx_bytes);
@@ -265,7 +271,7 @@ struct json_object *lism_conn_json(const struct lism_conn *c)
 	json_object_object_add(o, "unread", json_object_new_uint64(c->row.unread));
 	if (c->has_me) {
 		json_object_object_add(o, "dmb_size", json_object_new_uint64(c->me.dmb_size));
-		json_object_object_add(o, "prod", jcursor(c->me.prod));
+		json_object_object_add(o, "prod", jcursor(prod_now(c)));
 		json_object_object_add(o, "cons", jcursor(cons_now(c)));
 		json_object_object_add(o, "rx_bytes", json_object_new_uint64(c->me.rx_bytes));
 		json_object_object_add(o, "rx_msgs", json_object_new_uint64(c->me.rx_msgs));

@@ -298,6 +298,9 @@ int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
 		err = lism_percpu_sum(in->reasons_fd, s->reasons, LISM_R_MAX);
 	if (!err && in->sizes_fd >= 0)
 		err = lism_percpu_sum(in->sizes_fd, s->sizes, LISM_HIST_BUCKETS);
+	/* every shortcut send counts once in its size bucket: the data path adds no second counter */
+	for (int b = 0; !err && b < LISM_HIST_BUCKETS; b++)
+		s->stats[LISM_S_SC_MSGS] += s->sizes[b];
 	if (!err)
 		err = scan_table(in, s->dev.capacity, &s->confirmed, &s->shortcut_sockets, &s->pair_only);
 	if (!err)

@@ -125,9 +125,7 @@ struct lism_dmb {
 	__u32 pad1;
 	__u8 laddr[16];      /* IPv6, or IPv4 as ::ffff:a.b.c.d */
 	__u8 raddr[16];
-	struct lism_cursor prod; /* moved by the peer's sender */
-	struct lism_cursor cons; /* moved by this end's reader, sampled at the peer's sends */
-	__u64 rx_bytes;      /* bytes received through the shortcut */
+	__u64 rx_bytes;      /* bytes received through the shortcut: the producer cursor (cursor.h) */
 	__u64 rx_msgs;
 	__u64 tx_tcp_bytes;  /* bytes this end sent over TCP after pairing (order sync / DMB full) */
 	__u64 created_ns;    /* bpf_ktime_get_ns() at allocation */
@@ -279,7 +277,7 @@ enum lism_stat {
 	LISM_S_CONFIRMS,        /* connections confirmed (both ends) */
 	LISM_S_FALLBACKS,       /* connection ends that fell back (see reasons map) */
 	LISM_S_CLOSES,          /* DMBs released */
-	LISM_S_SC_MSGS,         /* sends redirected through the shortcut */
+	LISM_S_SC_MSGS,         /* sends redirected through the shortcut: never written, the sum of "sizes" */
 	LISM_S_SC_BYTES,
 	LISM_S_TCP_MSGS,        /* sends of paired sockets that went over TCP */
 	LISM_S_TCP_BYTES,

@@ -3,7 +3,10 @@
  * CDC-style cursors (net/smc/smc_cdc.h): a position in a DMB of @size bytes
  * as {wrap, count}.  The producer cursor of a DMB moves when the peer's
  * sender puts bytes into it, the consumer cursor when the owner's reader
- * takes them out; the distance between the two is what sits unread.
+ * takes them out; the distance between the two is what sits unread.  The
+ * sk_msg data path moves neither at its sends: a DMB entry counts the bytes
+ * received, and the views derive both cursors from that count and the
+ * socket's unread bytes (lism_cursor_at).
  */
 #ifndef LISM_CURSOR_H
 #define LISM_CURSOR_H

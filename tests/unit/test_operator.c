@@ -50,7 +50,6 @@ static struct lism_conn shortcut_conn(void)
 	c.me.state = LISM_ST_CONFIRMED;
 	c.me.dmb_size = 1000;
 	c.me.rx_bytes = 2500;
-	c.me.prod = lism_cursor_at(2500, 1000);
 	c.peer.rx_bytes = 777;
 	return c;
 }
