@@ -214,6 +214,11 @@ $(BUILD)/bench/%: bench/%.c bench/bench_util.h | $(BUILD)/bench
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -pthread $< -o $@
 
+# the plain-sockmap baseline bench.py compares with (loaded with bpftool)
+$(BUILD)/bench/sockmap.bpf.o: bench/sockmap.bpf.c $(BUILD)/vmlinux.h | $(BUILD)/bench
+	$(call say,CLANG,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
 bench-deps: deps
 	$(call apt_missing,$(BENCH_PACKAGES))
 
@@ -226,7 +231,7 @@ vm-deps:
 vmtest: deps vm-deps all $(BUILD)/tests/integration
 	$(Q)VMTEST_SUITES='$(VMTEST_SUITES)' tests/vm/vmtest.sh $(BUILD) $(KERNEL)
 
-bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup
+bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup $(BUILD)/bench/sockmap.bpf.o
 	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/bench.py
 
 # podman's cgroupfs manager (named: systemd's would want a .slice parent)

@@ -9,8 +9,8 @@ host's own lism (if any) is neither used nor disturbed.
 
 Modes:
   tcp       nothing loaded
-  sockmap   ../shared/bench/peer-sockmap (a plain 4-tuple sockhash redirect),
-            when it is there
+  sockmap   bench/sockmap.bpf.c: a plain 4-tuple sockhash redirect, the way
+            Cilium's bpf_redir and Merbridge did it (no handshake, no bounds)
   lism      lism with its default policy, its daemon running as the DaemonSet
             runs it (`lism run`: /metrics, a summary line a minute)
   lism-ab   lism --allow-blocking --eager-senders, only for the workloads
@@ -23,7 +23,7 @@ Modes:
             senders joined after a reply), to compare with lism
 
 Environment: BENCH_QUICK=1 (one short round), BENCH_ROUNDS, BENCH_SECONDS,
-BENCH_ONLY=regex (workload names), BENCH_MODES=tcp,lism,..., PEER_SOCKMAP=dir.
+BENCH_ONLY=regex (workload names), BENCH_MODES=tcp,lism,...
 """
 import json
 import os
@@ -43,7 +43,7 @@ OUT = os.path.join(BUILD, "bench")
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1" if QUICK else "3"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "1" if QUICK else "3"))
-PEER = os.environ.get("PEER_SOCKMAP", os.path.join(ROOT, "..", "shared", "bench", "peer-sockmap"))
+BASELINE = os.path.join(OUT, "sockmap.bpf.o")
 
 
 def log(msg):
@@ -366,7 +366,7 @@ class Bench:
         os.chmod(self.tmp, 0o755)  # nginx workers run unprivileged
         self.mode = None
         self.daemon = None
-        self.peer = os.path.isfile(os.path.join(PEER, "peerctl"))
+        self.baseline = self.pin + "-sockmap"
 
     def __enter__(self):
         os.mkdir(self.cg)
@@ -386,9 +386,20 @@ class Bench:
                 time.sleep(0.1)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def peerctl(self, verb):
-        env = dict(os.environ, CG=self.cg, TMPDIR=self.tmp)
-        return run([os.path.join(PEER, "peerctl"), verb], check=(verb == "load"), env=env)
+    def baseline_load(self):
+        """The plain sockmap: its sockops on this run's cgroup, its sk_msg on its sockhash."""
+        progs, maps = os.path.join(self.baseline, "progs"), os.path.join(self.baseline, "maps")
+        os.mkdir(self.baseline, 0o700)
+        run(["bpftool", "prog", "loadall", BASELINE, progs, "pinmaps", maps])
+        run(["bpftool", "cgroup", "attach", self.cg, "sock_ops", "pinned", os.path.join(progs, "baseline_sockops")])
+        run(["bpftool", "prog", "attach", "pinned", os.path.join(progs, "baseline_msg"), "msg_verdict",
+             "pinned", os.path.join(maps, "baseline_socks")])
+
+    def baseline_unload(self):
+        progs = os.path.join(self.baseline, "progs")
+        run(["bpftool", "cgroup", "detach", self.cg, "sock_ops", "pinned", os.path.join(progs, "baseline_sockops")],
+            check=False)
+        shutil.rmtree(self.baseline, ignore_errors=True)  # unpinned: the programs and map go with the last socket
 
     def switch(self, mode):
         """Fresh state for every run: the mode before is taken down even when it is the same."""
@@ -402,7 +413,7 @@ class Bench:
         if self.mode in LISM_MODES:
             run([LISM, "unload", "--pin-path", self.pin, "--timeout", "10", "--force"])
         elif self.mode == "sockmap":
-            self.peerctl("unload")
+            self.baseline_unload()
         self.mode = None
         if mode in LISM_MODES:
             run([LISM, "load", "--pin-path", self.pin, "--cgroup", self.cg] + LISM_ARGS[mode])
@@ -411,7 +422,7 @@ class Bench:
                                             "127.0.0.1:%d" % (19435 + os.getpid() % 1000)],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         elif mode == "sockmap":
-            self.peerctl("load")
+            self.baseline_load()
         self.mode = mode
 
     def prog_run(self, pin):
@@ -470,9 +481,8 @@ def main():
     if "BENCH_MODES" in os.environ:
         modes = [m for m in os.environ["BENCH_MODES"].split(",") if m]
     with Bench() as b:
-        if not b.peer and "sockmap" in modes:
-            log("bench: %s not found: no plain-sockmap column" % PEER)
-            modes.remove("sockmap")
+        if "sockmap" in modes and not os.path.isfile(BASELINE):
+            sys.exit("bench: %s is missing: make bench builds it" % BASELINE)
         os.makedirs(OUT, exist_ok=True)
         res = {w[0]: {m: [] for m in modes} for w in workloads}
         counters = {}
