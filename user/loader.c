@@ -360,8 +360,8 @@ static void note_send_limits(void)
 	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
 		if (!sysctl_field(limits[i].path, limits[i].idx, &v) && v < least)
 			printf("lism: note: %s is %lu here (below %lu): the sends of sockets in this network "
-			       "namespace that set no %s of their own stay on TCP (docs/performance.md, \"Small "
-			       "send limits\")\n",
+			       "namespace that set no %s of their own stay on TCP (docs/semantics.md, \"Sends "
+			       "that stay on TCP by policy\")\n",
 			       limits[i].name, v, least, limits[i].own);
 }
 
