@@ -126,7 +126,7 @@ boot() { # kernel directory
 		-chardev socket,id=vfs,path="$sock" -device vhost-user-fs-pci,chardev=vfs,tag=hostroot \
 		-kernel "$kdir/boot/vmlinuz-$ver" -initrd "$work/initrd-$ver" \
 		-append "console=ttyS0 quiet panic=-1 vmtest.script=$work/guest.sh vmtest.keep=$root" \
-		-display none -serial stdio -no-reboot </dev/null 2>&1 | tr -d '\r' >"$work/console-$ver.log"
+		-display none -serial stdio -no-reboot </dev/null 2>&1 | stdbuf -oL tr -d '\r' >"$work/console-$ver.log" # line by line: progress shows while it runs
 	kill "$vpid" 2>/dev/null
 	wait "$vpid" 2>/dev/null
 	rm -f "$sock"
