@@ -12,12 +12,18 @@ passed=0 failed=0 status=0
 VMTEST_SMOKE='degraded/* fallback/* security/* dmb_alloc/* scope/* views/conns* shortcut/ipv4_loopback'
 VMTEST_SMOKE+=' shortcut/through_dnat_service_vip shortcut/closes_the_handshake_missed_are_reaped_at_destroy'
 
+# A suite's output goes through a file, not a pipe: a process a failed test
+# left behind may hold the suite's output open, and a pipe would wait for it.
+outf=$(mktemp /tmp/lism-run-all.XXXXXX)
+trap 'rm -f "$outf"' EXIT
+
 run() { # name, command...
 	local name=$1 out
 	shift
 	echo "== $name"
-	out=$("$@" 2>&1)
+	"$@" >"$outf" 2>&1
 	local rc=$?
+	out=$(cat "$outf")
 	printf '%s\n' "$out" | grep -vE '^\[----\] *$'
 	local syn
 	syn=$(printf '%s\n' "$out" | grep 'Synthesis:' | tail -1)
@@ -52,8 +58,9 @@ run_counted() { # name, command...
 	local name=$1 out rc line
 	shift
 	echo "== $name"
-	out=$("$@" 2>&1)
+	"$@" >"$outf" 2>&1
 	rc=$?
+	out=$(cat "$outf")
 	printf '%s\n' "$out"
 	line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
 	if [ -z "$line" ]; then

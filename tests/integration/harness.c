@@ -26,6 +26,7 @@
 #include "lism/sender.h"
 #include "traffic.h"
 #include "pins.h"
+#include "slow.h"
 
 static int host_netns_fd = -1;
 /* The test's own network namespace (env_up): where netns_switch(NULL) goes back to. */
@@ -622,7 +623,7 @@ long wait_drained(const struct env *e, int timeout_ms)
 		snap(e, &s);
 		if (!s.usage.dmbs_in_use && !s.shortcut_sockets && !s.sender_sockets)
 			return 0;
-		if (waited >= timeout_ms) {
+		if (waited >= scaled_ms(timeout_ms)) {
 			dump_table(e, &s);
 			return s.usage.dmbs_in_use + s.shortcut_sockets + s.sender_sockets;
 		}
@@ -638,7 +639,7 @@ long wait_senders(const struct env *e, __u32 n, int timeout_ms)
 		snap(e, &s);
 		if (s.sender_sockets >= n)
 			return 0;
-		if (waited >= timeout_ms)
+		if (waited >= scaled_ms(timeout_ms))
 			return (long)n - s.sender_sockets;
 		usleep(5 * 1000);
 	}
@@ -808,6 +809,7 @@ static ssize_t read_more(int fd, char *buf, size_t len, int ms)
 /* Read from @fd until @needle shows up in the accumulated text (or timeout). */
 int wait_output(int fd, char *buf, size_t len, const char *needle, int ms)
 {
+	ms = scaled_ms(ms);
 	for (int waited = 0; !strstr(buf, needle); waited += 50) {
 		if (waited > ms)
 			return 0;

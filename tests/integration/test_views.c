@@ -23,18 +23,24 @@
 #include "harness.h"
 #include "pins.h"
 #include "traffic.h"
+#include "slow.h"
 
 static struct env e;
 static pid_t child = -1;
+static pid_t reader = -1; /* a second lism a test runs beside child */
 static char later_cgroup[PATH_MAX]; /* a cgroup a test creates below e.cgroup */
 
 static void down(void)
 {
-	if (child > 0) {
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		child = -1;
-	}
+	/* a lism left running would hold the runner's output open and keep its reader waiting */
+	pid_t *procs[] = { &child, &reader };
+
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++)
+		if (*procs[i] > 0) {
+			kill(*procs[i], SIGKILL);
+			waitpid(*procs[i], NULL, 0);
+			*procs[i] = -1;
+		}
 	if (later_cgroup[0]) {
 		sh("\"$LISM_BIN\" unload --force --timeout 0 --pin-path %s >/dev/null 2>&1", e.pin);
 		rmdir(later_cgroup);
@@ -327,6 +333,7 @@ static int wait_lease(__u32 type, int ms)
 	__u64 until = 0;
 
 	cr_assert_geq(fd, 0, "event_readers: %s", strerror(-fd));
+	ms = scaled_ms(ms);
 	for (int waited = 0; waited <= ms; waited += 20) {
 		cr_assert_eq(bpf_map_lookup_elem(fd, &type, &until), 0);
 		if (until > lism_mono_ns()) {
@@ -627,7 +634,6 @@ Test(views, run_waits_for_the_events_another_reader_holds)
 {
 	char dbuf[16384] = "", ebuf[4096] = "", args[PATH_MAX + 128];
 	int dout, eout, st, port = 29000 + (getpid() + 250) % 1000;
-	pid_t reader;
 
 	require_root();
 	env_up(&e, NULL);
@@ -641,6 +647,7 @@ Test(views, run_waits_for_the_events_another_reader_holds)
 	cr_assert(wait_output(eout, ebuf, sizeof(ebuf), " confirm ", 3000), "%s", ebuf);
 	kill(reader, SIGTERM);
 	waitpid(reader, &st, 0);
+	reader = -1;
 	close(eout);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	cr_assert(wait_output(dout, dbuf, sizeof(dbuf), "following the events again", 3000), "%s", dbuf);

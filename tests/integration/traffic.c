@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "traffic.h"
+#include "slow.h"
 
 /* An odd length, so a loss or duplicate of any "round" size still mismatches. */
 #define PAT_LEN ((16u << 20) + 13)
@@ -148,7 +149,7 @@ int tcp_accept_try(int lfd, int nonblock, int timeout_ms)
 	struct pollfd p = { .fd = lfd, .events = POLLIN };
 	int fd;
 
-	if (poll(&p, 1, timeout_ms) != 1)
+	if (poll(&p, 1, scaled_ms(timeout_ms)) != 1)
 		return -ETIMEDOUT;
 	fd = accept4(lfd, NULL, NULL, nonblock ? SOCK_NONBLOCK : 0);
 	return fd < 0 ? -errno : fd;
@@ -298,7 +299,7 @@ void pump_from(int a, int b, __u64 ab_off, __u64 ab, __u64 ba_off, __u64 ba, __u
 	ba += ba_off;
 	size_t buflen = 4u << 20;
 	__u8 *buf = malloc(buflen);
-	double deadline = now_ms() + timeout_ms;
+	double deadline = now_ms() + scaled_ms(timeout_ms);
 
 	pattern_init();
 	memset(r, 0, sizeof(*r));
@@ -367,7 +368,7 @@ int send_all(int fd, __u32 seed, __u64 off, __u64 n)
 int recv_check(int fd, __u32 seed, __u64 off, __u64 n, int timeout_ms)
 {
 	__u8 buf[65536];
-	double deadline = now_ms() + timeout_ms;
+	double deadline = now_ms() + scaled_ms(timeout_ms);
 
 	pattern_init();
 	for (__u64 done = 0; done < n;) {
