@@ -78,6 +78,17 @@ enum lism_role {
 	LISM_ROLE_PASSIVE = 2,  /* accept() side: answers in its SYN-ACK */
 };
 
+/*
+ * A connection end's state machine (docs/architecture.md, "The per-socket
+ * state machine", who moves what): state says whether it is paired
+ * (PROPOSED/ACCEPTED at the SYN and SYN-ACK, READY once joined, CONFIRMED
+ * once both ends are, FALLBACK with a reason, CLOSED); tx how its next send
+ * travels (TCP, SYNC until the peer read its TCP bytes, SHORTCUT); sender
+ * whether its sends run the data path (lism_sender below).  Invariants: a
+ * send is redirected only in SHORTCUT; a slot has one releaser (a CAS of
+ * its token); nobody leaves the shortcut map while a redirect may be in
+ * flight to it.
+ */
 enum lism_state {
 	LISM_ST_FREE = 0,
 	LISM_ST_PROPOSED = 1,  /* active: SYN with our option sent */
