@@ -18,9 +18,13 @@ Modes:
             which lism's default policy keeps on TCP (docs/semantics.md):
             everything engaged, also the one-way transfers whose writer the
             default never makes a sender (include/lism/sender.h)
-  lism-eager  lism --eager-senders, only when BENCH_MODES names it: every
-            paired socket a sender from the handshake (the default before
-            senders joined after a reply), to compare with lism
+  ablations, only when BENCH_MODES names them, each lism with one
+  heuristic off, reported as lism / ablation per workload (> 1: the
+  heuristic wins there, for a higher-is-better unit):
+  lism-eager      --eager-senders: every paired socket a sender from the
+                  handshake (no sender rules, include/lism/sender.h)
+  lism-no-stream  --no-stream-detect (include/lism/stream.h)
+  lism-no-churn   --no-churn-detect (include/lism/churn.h)
 
 Environment: BENCH_QUICK=1 (one short round), BENCH_ROUNDS, BENCH_SECONDS,
 BENCH_ONLY=regex (workload names), BENCH_MODES=tcp,lism,...
@@ -352,9 +356,11 @@ def settle(idle_share=0.9, window=0.2, limit=5.0):
 
 # ---------------------------------------------------------------- modes
 
-LISM_MODES = ("lism", "lism-ab", "lism-eager")
+ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-stream": ["--no-stream-detect"],
+             "lism-no-churn": ["--no-churn-detect"]}
+LISM_MODES = ("lism", "lism-ab") + tuple(ABLATIONS)
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
-LISM_ARGS = {"lism": [], "lism-ab": ["--allow-blocking", "--eager-senders"], "lism-eager": ["--eager-senders"]}
+LISM_ARGS = dict({"lism": [], "lism-ab": ["--allow-blocking", "--eager-senders"]}, **ABLATIONS)
 
 
 class Bench:
@@ -628,13 +634,15 @@ def report(workloads, modes, res, extra, counters, elapsed):
             "msgrate %s: %.0f ns" % (k[len("skmsg_ns_per_send_"):].replace("_", " "), v)
             for k, v in sorted(send.items())))
     text = "\n".join(lines)
-    if "lism-eager" in modes:
-        extra_rows = ["| workload | lism | lism --eager-senders | lism / eager |", "|---|---|---|---|"]
+    for ab in [m for m in modes if m in ABLATIONS]:
+        flag = " ".join(ABLATIONS[ab])
+        extra_rows = ["| workload | unit | lism | lism %s | lism / ablation |" % flag, "|---|---|---|---|---|"]
         for row in rows:
-            r = paired_ratio(res[row["workload"]], "lism", "lism-eager")
-            extra_rows.append("| %s | %s | %s | %s |" % (row["workload"], fmt(row["median"].get("lism")),
-                                                         fmt(row["median"].get("lism-eager")), fmt(r)))
-        text += "\n\n" + "\n".join(extra_rows)
+            r = paired_ratio(res[row["workload"]], "lism", ab)
+            extra_rows.append("| %s | %s | %s | %s | %s |" % (row["workload"], row["unit"],
+                                                          fmt(row["median"].get("lism")),
+                                                          fmt(row["median"].get(ab)), fmt(r)))
+        text += "\n\nAblation: " + flag + "\n\n" + "\n".join(extra_rows)
     with open(os.path.join(OUT, "results.md"), "w") as f:
         f.write("Machine: %d vCPU, kernel %s, %s; %d rounds x %.0f s, a workload's modes back to back; "
                 "medians, ratios the median of each round's ratio.\n\n%s\n" %
