@@ -769,11 +769,12 @@ int lism_cmd_run(const struct lism_opts *o)
 			ready = 1;
 			routes_ok = !routes_start(o, &ctx, &routes, &scope_fd);
 			routes_retry = lism_mono_s() + HEARTBEAT_S;
+			/* the summaries' baseline before the events: an event logged is in the next summary */
+			if (o->log_interval_s)
+				log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);
 			/* the BPF programs emit only the events somebody follows (abi.h) */
 			if (o->event_types)
 				follow_events(o->pin_path, &eo, &ev, &follow, 0);
-			if (o->log_interval_s)
-				log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);
 			printf("lism: running; logging events: %s", types);
 			if (o->log_interval_s)
 				printf(", a summary every %u s\n", o->log_interval_s);
