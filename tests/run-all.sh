@@ -7,9 +7,10 @@ export LISM_BIN
 LISM_BIN=$(cd "$build" && pwd)/lism
 passed=0 failed=0 status=0
 # make vmtest's smoke set in CI, each a Criterion filter run on its own: the degraded paths,
-# pairing and fallback, the table and its reapers, the scope, the views, and streams through
-# loopback and a DNAT'ed Service (through the shortcut where the kernel has a data path)
-VMTEST_SMOKE='degraded/* fallback/* security/* dmb_alloc/* scope/* views/conns* shortcut/ipv4_loopback'
+# pairing and fallback, the table and its reapers, the scope, the views and the daemon, the
+# command line, and streams through loopback and a DNAT'ed Service (through the shortcut where
+# the kernel has a data path)
+VMTEST_SMOKE='degraded/* fallback/* security/* dmb_alloc/* scope/* views/* cli/* shortcut/ipv4_loopback'
 VMTEST_SMOKE+=' shortcut/through_dnat_service_vip shortcut/closes_the_handshake_missed_are_reaped_at_destroy'
 
 # A suite's output goes through a file, not a pipe: a process a failed test
