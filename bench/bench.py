@@ -396,10 +396,15 @@ class Bench:
         """The plain sockmap: its sockops on this run's cgroup, its sk_msg on its sockhash."""
         progs, maps = os.path.join(self.baseline, "progs"), os.path.join(self.baseline, "maps")
         os.mkdir(self.baseline, 0o700)
-        run(["bpftool", "prog", "loadall", BASELINE, progs, "pinmaps", maps])
-        run(["bpftool", "cgroup", "attach", self.cg, "sock_ops", "pinned", os.path.join(progs, "baseline_sockops")])
-        run(["bpftool", "prog", "attach", "pinned", os.path.join(progs, "baseline_msg"), "msg_verdict",
-             "pinned", os.path.join(maps, "baseline_socks")])
+        try:
+            run(["bpftool", "prog", "loadall", BASELINE, progs, "pinmaps", maps])
+            run(["bpftool", "cgroup", "attach", self.cg, "sock_ops", "pinned",
+                 os.path.join(progs, "baseline_sockops")])
+            run(["bpftool", "prog", "attach", "pinned", os.path.join(progs, "baseline_msg"), "msg_verdict",
+                 "pinned", os.path.join(maps, "baseline_socks")])
+        except Exception:
+            self.baseline_unload()  # nothing of a half-done load stays
+            raise
 
     def baseline_unload(self):
         progs = os.path.join(self.baseline, "progs")
