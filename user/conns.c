@@ -136,18 +136,22 @@ const char *lism_sender_name(__u8 sender)
 	return sender < sizeof(names) / sizeof(names[0]) ? names[sender] : "?";
 }
 
+/* The cursor @bytes into this end's DMB. */
+static struct lism_cursor dmb_cursor(const struct lism_conn *c, __u64 bytes)
+{
+	return lism_cursor_at(bytes, c->me.dmb_size ? c->me.dmb_size : 1);
+}
+
 /* Producer cursor: everything received. */
 static struct lism_cursor prod_now(const struct lism_conn *c)
 {
-	return lism_cursor_at(c->me.rx_bytes, c->me.dmb_size ? c->me.dmb_size : 1);
+	return dmb_cursor(c, c->me.rx_bytes);
 }
 
 /* Consumer cursor now: everything received minus what is still unread. */
 static struct lism_cursor cons_now(const struct lism_conn *c)
 {
-	__u64 consumed = c->me.rx_bytes > c->row.unread ? c->me.rx_bytes - c->row.unread : 0;
-
-	return lism_cursor_at(consumed, c->me.dmb_size ? c->me.dmb_size : 1);
+	return dmb_cursor(c, c->me.rx_bytes > c->row.unread ? c->me.rx_bytes - c->row.unread : 0);
 }
 
 #define NARROW "%-10s %-21s %-21s %-17s %s"

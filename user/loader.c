@@ -836,10 +836,9 @@ out:
 int lism_cmd_unload_stay(const struct lism_opts *o)
 {
 	struct signalfd_siginfo si;
-	struct stat st;
-	int ret, sfd;
+	int ret, sfd, empty = lism_dir_is_empty(o->pin_path);
 
-	if ((stat(o->pin_path, &st) && errno == ENOENT) || lism_dir_is_empty(o->pin_path) == 1) {
+	if (empty == 1 || empty == -ENOENT) {
 		rmdir(o->pin_path); /* an empty directory is no instance: nothing to wait for */
 		printf("lism: nothing is pinned at %s: nothing to remove\n", o->pin_path);
 		ret = LISM_EXIT_OK;

@@ -761,9 +761,9 @@ void sweep_leftovers(int pid)
  */
 ReportHook(PRE_ALL)(struct criterion_test_set *set)
 {
-	int k = scaled_ms(1000) / 1000;
+	int k = time_scale();
 
-	if (k <= 1)
+	if (k == 1)
 		return;
 	FOREACH_SET(struct criterion_suite_set *ss, set->suites) {
 		if (ss->suite.data && ss->suite.data->timeout > 0)

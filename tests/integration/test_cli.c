@@ -47,6 +47,28 @@ Test(cli, status_and_unload_when_not_loaded)
 	expect(lism_out(&none, "unload", out, sizeof(out)), LISM_EXIT_STATE, out, "no lism instance");
 }
 
+/* The cleanup DaemonSet's unload --stay: nothing pinned (no directory, or an empty one) is done. */
+Test(cli, unload_stay_with_nothing_pinned_is_done)
+{
+	char cmd[PATH_MAX + 64], buf[4096], dir[PATH_MAX];
+	pid_t pid;
+	int out;
+
+	require_root();
+	snprintf(dir, sizeof(dir), "/sys/fs/bpf/lism-t-%d-none", getpid());
+	for (int i = 0; i < 2; i++) {
+		if (i == 1)
+			cr_assert_eq(mkdir(dir, 0700), 0, "%s: %s", dir, strerror(errno));
+		snprintf(cmd, sizeof(cmd), "exec \"$LISM_BIN\" unload --stay --pin-path %s", dir);
+		buf[0] = '\0';
+		pid = spawn_sh(cmd, &out);
+		cr_assert(wait_output(out, buf, sizeof(buf), "staying until stopped", 5000), "%s", buf);
+		cr_assert(strstr(buf, "nothing is pinned"), "%s", buf);
+		cr_assert_neq(access(dir, F_OK), 0, "the empty directory stayed");
+		stop_spawned(&pid, out);
+	}
+}
+
 Test(cli, load_refuses_what_it_cannot_use)
 {
 	char out[4096], args[PATH_MAX + 64];
