@@ -484,6 +484,8 @@ def main():
     for tool in ("sockperf", "redis-server", "redis-benchmark", "nginx", "wrk", "iperf3", "taskset", "bpftool"):
         if not shutil.which(tool):
             sys.exit("bench: %s is missing (make bench installs it with apt-get)" % tool)
+    # a fresh machine may have no bpffs at /sys/fs/bpf yet: lism mounts it as `make run` does
+    run([LISM, "mount-bpffs"])
     only = re.compile(os.environ.get("BENCH_ONLY", "."))
     workloads = [w for w in WORKLOADS if only.search(w[0])]
     modes = ["tcp", "sockmap", "lism", "lism-ab"]
