@@ -17,6 +17,7 @@
  * tokens to be live entries of this kernel's table naming each other, so a
  * packet from elsewhere cannot complete it.
  */
+#include "policy.bpf.h"
 #include "sender.bpf.h"
 #include "storage.bpf.h"
 
@@ -50,74 +51,6 @@ static __always_inline int sock_nonblocking(const struct sock *sk)
 	if (!f || bpf_core_read(&flags, sizeof(flags), &f->f_flags))
 		return 0;
 	return (flags & O_NONBLOCK) != 0;
-}
-
-/* IPv4 addresses are kept as ::ffff:a.b.c.d so one key type covers both. */
-struct addr6 {
-	__u32 w[4];
-};
-
-static __always_inline void addr_from_v4(struct addr6 *a, __u32 ip4)
-{
-	a->w[0] = 0;
-	a->w[1] = 0;
-	a->w[2] = bpf_htonl(0xffff);
-	a->w[3] = ip4;
-}
-
-/*
- * Context fields are read with volatile loads: clang otherwise sinks them
- * into the branch and folds "v4 ? &ctx->a : &ctx->b" into a modified ctx
- * pointer, which the verifier rejects.
- */
-#define CTX(field) (*(volatile __u32 *)&(field))
-
-static __always_inline void pick_addr(struct addr6 *a, __u32 fam, __u32 ip4, __u32 a0, __u32 a1,
-				      __u32 a2, __u32 a3)
-{
-	if (fam == AF_INET) {
-		addr_from_v4(a, ip4);
-	} else {
-		a->w[0] = a0;
-		a->w[1] = a1;
-		a->w[2] = a2;
-		a->w[3] = a3;
-	}
-}
-
-static __always_inline void sockops_local(struct bpf_sock_ops *s, struct addr6 *a)
-{
-	pick_addr(a, CTX(s->family), CTX(s->local_ip4), CTX(s->local_ip6[0]),
-		  CTX(s->local_ip6[1]), CTX(s->local_ip6[2]), CTX(s->local_ip6[3]));
-}
-
-static __always_inline void sockops_remote(struct bpf_sock_ops *s, struct addr6 *a)
-{
-	pick_addr(a, CTX(s->family), CTX(s->remote_ip4), CTX(s->remote_ip6[0]),
-		  CTX(s->remote_ip6[1]), CTX(s->remote_ip6[2]), CTX(s->remote_ip6[3]));
-}
-
-static __always_inline int addr_eq(const __u8 *stored, const struct addr6 *a)
-{
-	const __u32 *w = (const __u32 *)stored;
-
-	return w[0] == a->w[0] && w[1] == a->w[1] && w[2] == a->w[2] && w[3] == a->w[3];
-}
-
-/* The option goes only toward destinations that can be on this host. */
-static __always_inline int in_scope(const struct addr6 *a)
-{
-	struct lism_scope_key k = { .prefixlen = 128 };
-	__u8 *v;
-
-	__builtin_memcpy(k.addr, a->w, 16);
-	v = bpf_map_lookup_elem(&scope, &k);
-	return v && (*v & LISM_SCOPE_LOCAL); /* LOCAL or ROUTE (abi.h); EXCLUDE is not */
-}
-
-static __always_inline __u16 sockops_rport(struct bpf_sock_ops *s)
-{
-	return (__u16)bpf_ntohl(s->remote_port);
 }
 
 /* A fresh entry for this connection end, published under a new token. */
@@ -212,72 +145,6 @@ static __always_inline void request_isns(struct bpf_sock_ops *s, __u32 *rcv_isn,
 	*snt_isn = BPF_CORE_READ(treq, snt_isn);
 }
 
-static __always_inline int blocking_ok(const struct lism_device *d, int nonblocking)
-{
-	return nonblocking || (d->flags & LISM_DEV_F_ALLOW_BLOCKING);
-}
-
-static __always_inline void churn_key(struct bpf_sock_ops *s, const struct addr6 *r,
-				      struct lism_churn_key *k)
-{
-	k->netns = bpf_get_netns_cookie(s);
-	__builtin_memcpy(k->addr, r->w, 16);
-	k->port = sockops_rport(s);
-}
-
-static __always_inline __u64 churn_window_ns(const struct lism_device *d)
-{
-	return (__u64)d->churn_window_ms * 1000000;
-}
-
-/* Whether this connection skips the shortcut: its destination churns (churn.h). */
-static __always_inline int churn_skip(struct bpf_sock_ops *s, const struct lism_device *d,
-				      const struct addr6 *r)
-{
-	struct lism_churn_key k = {};
-	struct lism_churn *c;
-
-	if (d->flags & LISM_DEV_F_NO_CHURN_DETECT)
-		return 0;
-	churn_key(s, r, &k);
-	c = bpf_map_lookup_elem(&churn, &k);
-	return c && lism_churn_skip(c, bpf_ktime_get_ns(), churn_window_ns(d));
-}
-
-/* The active end of a confirmed connection closes: score what it moved. */
-static __always_inline void churn_score(struct bpf_sock_ops *s, const struct lism_sk *st,
-					const struct lism_dmb *e)
-{
-	struct lism_device *d = lism_dev();
-	struct lism_churn_key k = {};
-	__u64 now = bpf_ktime_get_ns();
-	struct lism_churn *c;
-	struct addr6 r;
-	int is_short;
-
-	if (!d || (d->flags & LISM_DEV_F_NO_CHURN_DETECT))
-		return;
-	/* what went through the shortcut, and what went over TCP either way */
-	is_short = lism_churn_is_short(
-		lism_churn_units(st->sent, e->rx_msgs + s->data_segs_in +
-					   (st->sender == LISM_SND_JOINED ? 0 : s->data_segs_out),
-				 e->rx_bytes + s->bytes_received + s->bytes_acked),
-		now - e->created_ns);
-	if (is_short)
-		stat_add(LISM_S_SHORT_CONNS, 1);
-	sockops_remote(s, &r);
-	churn_key(s, &r, &k);
-	c = bpf_map_lookup_elem(&churn, &k);
-	if (c) {
-		lism_churn_closed(c, is_short, now, churn_window_ns(d));
-	} else if (is_short) { /* a long close of an unknown destination: nothing to remember */
-		struct lism_churn fresh = {};
-
-		lism_churn_closed(&fresh, 1, now, churn_window_ns(d));
-		bpf_map_update_elem(&churn, &k, &fresh, BPF_NOEXIST); /* lost to a racing CPU: one close less */
-	}
-}
-
 /*
  * Publish the socket that owns @slot's entry: its address (the peer's
  * sender reads it) and its cookie (the backstop and the sweep tell by both
@@ -319,17 +186,18 @@ static void on_connect(struct bpf_sock_ops *s)
 	struct lism_sk *st;
 	struct lism_dmb *e;
 	struct addr6 r;
+	__u8 why;
 
 	if (!d || !sk || (s->family != AF_INET && s->family != AF_INET6))
 		return;
 	sockops_remote(s, &r);
-	if (!in_scope(&r))
+	if (!policy_in_scope(&r))
 		return; /* not a candidate: no state, no option on the wire */
 	if (nested_owner(sock_addr(s), d->socks_id)) {
 		reason_count(LISM_R_NESTED);
 		return;
 	}
-	if (d->active && churn_skip(s, d, &r)) {
+	if (d->active && policy_churn_skip(s, d, &r)) {
 		/*
 		 * Counted, but no storage and no event: at the connection
 		 * rates where this happens the skip must cost next to nothing.
@@ -349,16 +217,10 @@ static void on_connect(struct bpf_sock_ops *s)
 	st->sent = 0;
 	st->flags = 0;
 	st->sender = LISM_SND_NONE;
-	if (!d->active) {
-		sk_fallback(s, st, NULL, LISM_R_INACTIVE);
-		return;
-	}
-	if (!port_allowed(d, sockops_rport(s))) {
-		sk_fallback(s, st, NULL, LISM_R_POLICY);
-		return;
-	}
-	if (!blocking_ok(d, sock_nonblocking((const struct sock *)bpf_skc_to_tcp_sock(sk)))) {
-		sk_fallback(s, st, NULL, LISM_R_BLOCKING);
+	why = policy_decline(d, sockops_rport(s),
+			     sock_nonblocking((const struct sock *)bpf_skc_to_tcp_sock(sk)));
+	if (why != LISM_R_NONE) {
+		sk_fallback(s, st, NULL, why);
 		return;
 	}
 	e = dmb_alloc(d, LISM_ROLE_ACTIVE, s);
@@ -407,6 +269,7 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 	__u32 rcv_isn, snt_isn;
 	__u64 claimed, rtoken;
 	struct addr6 r;
+	__u8 why;
 
 	se = dmb_by_token(o->token);
 	if (!se || se->role != LISM_ROLE_ACTIVE)
@@ -432,16 +295,9 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 	if (!claim || se->state != LISM_ST_PROPOSED)
 		return 0;
 	/* Declines are written into the client's entry: it is on this kernel. */
-	if (!d->active) {
-		se->peer_reason = LISM_R_INACTIVE;
-		return 0;
-	}
-	if (!port_allowed(d, s->local_port)) {
-		se->peer_reason = LISM_R_POLICY;
-		return 0;
-	}
-	if (!blocking_ok(d, request_listener_nonblocking(s))) {
-		se->peer_reason = LISM_R_BLOCKING;
+	why = policy_decline(d, s->local_port, request_listener_nonblocking(s));
+	if (why != LISM_R_NONE) {
+		se->peer_reason = why;
 		return 0;
 	}
 	re = dmb_alloc(d, LISM_ROLE_PASSIVE, s);
@@ -604,7 +460,7 @@ static void on_hdr_opt_len(struct bpf_sock_ops *s)
 		return;
 	}
 	sockops_remote(s, &r);
-	if (!in_scope(&r))
+	if (!policy_in_scope(&r))
 		return;
 	if (passive_accept(s, d, &o, 1))
 		bpf_reserve_hdr_opt(s, LISM_OPT_LEN, 0);
@@ -928,7 +784,7 @@ static void on_state(struct bpf_sock_ops *s)
 		__sync_fetch_and_or(&e->conn_flags, LISM_CONN_ABORT);
 	__sync_fetch_and_or(&e->conn_flags, LISM_CONN_CLOSED);
 	if (st->role == LISM_ROLE_ACTIVE && e->state == LISM_ST_CONFIRMED)
-		churn_score(s, st, e);
+		policy_churn_score(s, st, e);
 	if (e->state == LISM_ST_CONFIRMED || e->state == LISM_ST_READY)
 		emit_event(e->conn_flags & LISM_CONN_ABORT ? LISM_EV_ABORT : LISM_EV_CLOSE,
 			   LISM_R_NONE, e);

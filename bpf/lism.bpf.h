@@ -282,17 +282,6 @@ static __always_inline struct lism_dmb *dmb_by_token(__u64 token)
 	return e;
 }
 
-/* Whether connections to server port @port may use the shortcut. */
-static __always_inline int port_allowed(const struct lism_device *d, __u32 port)
-{
-	__u8 *f = bpf_map_lookup_elem(&ports, &port);
-	__u8 flags = f ? *f : 0;
-
-	if (flags & LISM_PORT_EXCLUDE)
-		return 0;
-	return !(d->flags & LISM_DEV_F_INCLUDE_PORTS) || (flags & LISM_PORT_INCLUDE);
-}
-
 static __always_inline __u64 gid_tag(const struct lism_device *d)
 {
 	return lism_be64_load(d->gid);
