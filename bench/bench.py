@@ -25,6 +25,11 @@ Modes:
                   handshake (no sender rules, include/lism/sender.h)
   lism-no-stream  --no-stream-detect (include/lism/stream.h)
   lism-no-churn   --no-churn-detect (include/lism/churn.h)
+  lism-no-pass-ahead, lism-no-sync-stuck, lism-no-bulk-sndbuf
+                  LISM_ABLATE=... (include/lism/ablate.h): the streaming
+                  send's pass-ahead (stream.h), a sender's leave when its
+                  window went mostly to TCP, a bulk joiner's SO_SNDBUF
+                  (sender.h)
 
 Environment: BENCH_QUICK=1 (one short round), BENCH_ROUNDS, BENCH_SECONDS,
 BENCH_ONLY=regex (workload names), BENCH_MODES=tcp,lism,...
@@ -357,10 +362,23 @@ def settle(idle_share=0.9, window=0.2, limit=5.0):
 # ---------------------------------------------------------------- modes
 
 ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-stream": ["--no-stream-detect"],
-             "lism-no-churn": ["--no-churn-detect"]}
+             "lism-no-churn": ["--no-churn-detect"], "lism-no-pass-ahead": ["LISM_ABLATE=pass-ahead"],
+             "lism-no-sync-stuck": ["LISM_ABLATE=sync-stuck"], "lism-no-bulk-sndbuf": ["LISM_ABLATE=bulk-sndbuf"]}
 LISM_MODES = ("lism", "lism-ab") + tuple(ABLATIONS)
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
-LISM_ARGS = dict({"lism": [], "lism-ab": ["--allow-blocking", "--eager-senders"]}, **ABLATIONS)
+LISM_ARGS = dict({"lism": [], "lism-ab": ["--allow-blocking", "--eager-senders"]},
+                 **{m: [a for a in args if a.startswith("--")] for m, args in ABLATIONS.items()})
+
+
+def lism_env(mode):
+    """The environment of a mode's lism: an ablation without a setting of its own is LISM_ABLATE
+    (include/lism/ablate.h), for the load and for the daemon, whose adoption upgrades the programs."""
+    env = dict(os.environ)
+    env.pop("LISM_ABLATE", None)
+    for a in ABLATIONS.get(mode, []):
+        if a.startswith("LISM_ABLATE="):
+            env["LISM_ABLATE"] = a.split("=", 1)[1]
+    return env
 
 
 class Bench:
@@ -427,11 +445,11 @@ class Bench:
             self.baseline_unload()
         self.mode = None
         if mode in LISM_MODES:
-            run([LISM, "load", "--pin-path", self.pin, "--cgroup", self.cg] + LISM_ARGS[mode])
+            run([LISM, "load", "--pin-path", self.pin, "--cgroup", self.cg] + LISM_ARGS[mode], env=lism_env(mode))
             # the daemon adopts it, as on a node (its cost belongs in the numbers)
             self.daemon = subprocess.Popen([LISM, "run", "--pin-path", self.pin, "--metrics-addr",
                                             "127.0.0.1:%d" % (19435 + os.getpid() % 1000)],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=lism_env(mode))
         elif mode == "sockmap":
             self.baseline_load()
         self.mode = mode

@@ -18,6 +18,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "lism/abi.h"
+#include "lism/ablate.h"
 #include "lism/churn.h"
 #include "lism/feature.h"
 #include "lism/hist.h"
@@ -41,9 +42,19 @@
 /* low bits of sk_user_data are flags (include/net/sock.h) */
 #define SK_USER_DATA_FLAGS 7UL
 
-/* Sizes here are placeholders: the loader sets them from --max-dmbs. */
+/* LISM_ABLATE_* the loader switched off (lism/ablate.h): bench only, zero otherwise. */
+const volatile __u32 lism_ablate = 0;
+
+/*
+ * Every map is an instance's state, pinned by name in its pin directory
+ * (the loader opens each object with that directory as pin_root_path, so
+ * a load creates the pins and an upgrade and the optional objects reuse
+ * them).  Sizes here are placeholders: the loader sets them from
+ * --max-dmbs (lism_object_size()).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct lism_device);
@@ -51,6 +62,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct lism_usage);
@@ -59,6 +71,7 @@ struct {
 /* The token table: one DMB entry per connection end, indexed by slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
 	__type(key, __u32);
 	__type(value, struct lism_dmb);
@@ -71,6 +84,7 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -79,6 +93,7 @@ struct {
 /* Free slots; the loader fills it with 0..capacity-1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
 	__type(value, __u32);
 } dmb_free SEC(".maps") __weak;
@@ -86,6 +101,7 @@ struct {
 /* Sockets in the shortcut, keyed by their own DMB token. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
 	__type(key, __u64);
 	__type(value, __u64);
@@ -93,6 +109,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct lism_sk);
@@ -100,6 +117,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_S_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -107,6 +125,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_R_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -115,6 +134,7 @@ struct {
 /* Shortcut sends by size, see lism/hist.h. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_HIST_BUCKETS);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -122,6 +142,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1024);
 	__type(key, struct lism_scope_key);
@@ -131,6 +152,7 @@ struct {
 /* Port policy, indexed by the server's port (host order). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, 65536);
 	__type(key, __u32);
 	__type(value, __u8);
@@ -139,6 +161,7 @@ struct {
 /* Destinations whose recent connections were short (churn.h); LRU: only a hint. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, 4096);
 	__type(key, struct lism_churn_key);
 	__type(value, struct lism_churn);
@@ -146,12 +169,14 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_EVENTS_RING_BYTES);
 } events SEC(".maps") __weak;
 
 /* Per event type: until when (bpf_ktime_get_ns) a reader follows it (abi.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_EV_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -164,12 +189,14 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
 	__type(value, __u64);
 } sender_queue SEC(".maps") __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
 	__type(value, __u64);
 } sender_leaves SEC(".maps") __weak;
@@ -180,6 +207,7 @@ struct lism_sender_join {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct lism_sender_join);
@@ -200,6 +228,7 @@ struct lism_sweep {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct lism_sweep);
@@ -208,6 +237,7 @@ struct {
 /* What runs on this instance and why not (include/lism/feature.h); written by the loader only. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_F_MAX);
 	__type(key, __u32);
 	__type(value, struct lism_feature_state);

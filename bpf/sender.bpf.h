@@ -29,6 +29,7 @@
 /* Members whose sends run the sk_msg program, keyed by their own token. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
 	__type(key, __u64);
 	__type(value, __u64);
@@ -343,6 +344,8 @@ static __always_inline void sender_bulk_sndbuf(struct bpf_sock_ops *s, struct li
 	if (!(st->flags & LISM_SKF_BULK) || !sk)
 		return;
 	st->flags &= ~LISM_SKF_BULK;
+	if (lism_ablate & LISM_ABLATE_BULK_SNDBUF)
+		return;
 	if (st->sender != LISM_SND_QUEUED && st->sender != LISM_SND_JOINED)
 		return; /* it stays on TCP: nothing to wait for */
 	tp = bpf_skc_to_tcp_sock(sk);

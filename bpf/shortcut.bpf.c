@@ -131,7 +131,11 @@ static __always_inline int nonblocking_reader(__u64 addr)
 static __always_inline void pass_ahead(struct sk_msg_md *msg, struct lism_sk *st,
 				       const struct tcp_sock *tp, __u32 size)
 {
-	__u32 n = tp ? lism_stream_pass_ahead(&st->stream, tp->write_seq, size) : 0;
+	__u32 n;
+
+	if (lism_ablate & LISM_ABLATE_PASS_AHEAD)
+		return;
+	n = tp ? lism_stream_pass_ahead(&st->stream, tp->write_seq, size) : 0;
 
 	if (n)
 		bpf_msg_apply_bytes(msg, n);
@@ -174,6 +178,8 @@ static __always_inline void judge_window(struct lism_sk *st, const struct tcp_so
 	case LISM_SENDER_WINDOW_NEXT:
 		break;
 	case LISM_SENDER_WINDOW_LEAVE:
+		if (lism_ablate & LISM_ABLATE_SYNC_STUCK)
+			break;
 		me = dmb_get(st->slot);
 		if (!me || me->token != st->token)
 			break;

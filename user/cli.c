@@ -12,17 +12,6 @@
 #include "lism/abi.h"
 #include "lism/churn.h"
 
-static const struct {
-	const char *name;
-	enum lism_cmd cmd;
-} commands[] = {
-	{ "load", LISM_CMD_LOAD },     { "unload", LISM_CMD_UNLOAD }, { "status", LISM_CMD_STATUS },
-	{ "conns", LISM_CMD_CONNS },   { "stats", LISM_CMD_STATS },   { "events", LISM_CMD_EVENTS },
-	{ "run", LISM_CMD_RUN },       { "set", LISM_CMD_SET },       { "help", LISM_CMD_HELP },
-	{ "version", LISM_CMD_VERSION }, { "mount-bpffs", LISM_CMD_MOUNT_BPFFS },
-	{ "probe", LISM_CMD_PROBE },
-};
-
 /* BPF_TCP_* order */
 static const char *const tcp_states[] = {
 	"UNKNOWN", "ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "FIN-WAIT-2", "TIME-WAIT",
@@ -44,14 +33,6 @@ int lism_tcp_state_code(const char *name)
 	if (!strcasecmp(name, "ESTABLISHED"))
 		return 1;
 	return -1;
-}
-
-const char *lism_cmd_name(enum lism_cmd cmd)
-{
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (commands[i].cmd == cmd)
-			return commands[i].name;
-	return "?";
 }
 
 void lism_usage(FILE *f)
@@ -295,175 +276,417 @@ enum {
 	OPT_LOCAL_ROUTES,
 };
 
-/* Which options each command accepts. */
-static int option_allowed(enum lism_cmd cmd, int opt)
-{
-	int loads = cmd == LISM_CMD_LOAD || cmd == LISM_CMD_RUN;
+/* Every option of every command: getopt knows them all, so one of another command is named as such. */
+static const struct option longopts[] = {
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "pin-path", required_argument, NULL, OPT_PIN_PATH },
+	{ "max-dmbs", required_argument, NULL, OPT_MAX_DMBS },
+	{ "dmb-size", required_argument, NULL, OPT_DMB_SIZE },
+	{ "local-cidr", required_argument, NULL, OPT_LOCAL_CIDR },
+	{ "exclude-cidr", required_argument, NULL, OPT_EXCLUDE_CIDR },
+	{ "local-routes", required_argument, NULL, OPT_LOCAL_ROUTES },
+	{ "upgrade", no_argument, NULL, OPT_UPGRADE },
+	{ "allow-blocking", no_argument, NULL, OPT_ALLOW_BLOCKING },
+	{ "no-stream-detect", no_argument, NULL, OPT_NO_STREAM_DETECT },
+	{ "no-churn-detect", no_argument, NULL, OPT_NO_CHURN_DETECT },
+	{ "eager-senders", no_argument, NULL, OPT_EAGER_SENDERS },
+	{ "senders", required_argument, NULL, OPT_SENDERS },
+	{ "churn-window", required_argument, NULL, OPT_CHURN_WINDOW },
+	{ "mount-bpffs", no_argument, NULL, OPT_MOUNT_BPFFS },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "exclude-port", required_argument, NULL, OPT_EXCLUDE_PORT },
+	{ "include-port", required_argument, NULL, OPT_INCLUDE_PORT },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "state", required_argument, NULL, OPT_STATE },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "all", no_argument, NULL, OPT_ALL },
+	{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
+	{ "unload-on-exit", no_argument, NULL, OPT_UNLOAD_ON_EXIT },
+	{ "stay", no_argument, NULL, OPT_STAY },
+	{ "gone", no_argument, NULL, OPT_GONE },
+	{ "soft", no_argument, NULL, OPT_SOFT },
+	{ "type", required_argument, NULL, OPT_TYPE },
+	{ "log-events", required_argument, NULL, OPT_LOG_EVENTS },
+	{ "log-interval", required_argument, NULL, OPT_LOG_INTERVAL },
+	{ "json", no_argument, NULL, 'j' },
+	{ "wide", no_argument, NULL, 'w' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
 
-	switch (opt) {
-	case OPT_PIN_PATH:
-	case 'v':
-	case 'h':
-		return 1;
+/* An option of the load configuration (load and run): 0 or LISM_EXIT_USAGE. */
+static int load_option(struct lism_load_cfg *cfg, int c, const char *arg, char *err, size_t errlen)
+{
+	__u64 size;
+
+	switch (c) {
 	case OPT_CGROUP:
+		if (!*arg || strlen(arg) >= sizeof(cfg->cgroup))
+			return fail(err, errlen, "--cgroup: invalid path");
+		strcpy(cfg->cgroup, arg);
+		return 0;
 	case OPT_MAX_DMBS:
+		if (lism_parse_u32(arg, 1, LISM_MAX_DMBS_LIMIT, &cfg->max_dmbs))
+			return fail(err, errlen, "--max-dmbs: '%s' is not a number in 1..%u", arg,
+				    LISM_MAX_DMBS_LIMIT);
+		return 0;
 	case OPT_DMB_SIZE:
+		if (lism_parse_size(arg, &size) || size < LISM_MIN_DMB_SIZE || size > LISM_MAX_DMB_SIZE)
+			return fail(err, errlen, "--dmb-size: '%s' is not a size in %uK..%uM (e.g. 256K, 1M)",
+				    arg, LISM_MIN_DMB_SIZE >> 10, LISM_MAX_DMB_SIZE >> 20);
+		cfg->dmb_size = (__u32)size;
+		return 0;
 	case OPT_LOCAL_CIDR:
-	case OPT_EXCLUDE_CIDR:
-	case OPT_LOCAL_ROUTES:
-	case OPT_ALLOW_BLOCKING:
-	case OPT_NO_STREAM_DETECT:
-	case OPT_NO_CHURN_DETECT:
-	case OPT_EAGER_SENDERS:
-	case OPT_SENDERS:
-	case OPT_CHURN_WINDOW:
-	case OPT_MOUNT_BPFFS:
+	case OPT_EXCLUDE_CIDR: {
+		int *n = c == OPT_LOCAL_CIDR ? &cfg->n_local_cidrs : &cfg->n_exclude_cidrs;
+		struct lism_cidr *list = c == OPT_LOCAL_CIDR ? cfg->local_cidrs : cfg->exclude_cidrs;
+		const char *name = c == OPT_LOCAL_CIDR ? "--local-cidr" : "--exclude-cidr";
+		char item[64];
+
+		/* a comma-separated list, so one ConfigMap value can carry several */
+		for (const char *p = arg; *p;) {
+			if (list_item(&p, item, sizeof(item)))
+				return fail(err, errlen, "%s: '%s' is not a list of prefixes", name, arg);
+			if (*n >= LISM_MAX_CIDRS)
+				return fail(err, errlen, "%s: at most %d", name, LISM_MAX_CIDRS);
+			if (lism_parse_cidr(item, &list[*n]))
+				return fail(err, errlen, "%s: '%s' is not an address or prefix with zero host bits",
+					    name, item);
+			(*n)++;
+		}
+		return 0;
+	}
 	case OPT_EXCLUDE_PORT:
-	case OPT_INCLUDE_PORT:
-		return loads;
-	case OPT_TIMEOUT:
-		return cmd == LISM_CMD_UNLOAD || cmd == LISM_CMD_RUN;
-	case OPT_UPGRADE:
-		return cmd == LISM_CMD_LOAD;
-	case OPT_FORCE:
-		return cmd == LISM_CMD_UNLOAD;
-	case 'j':
-		return cmd == LISM_CMD_STATUS || cmd == LISM_CMD_CONNS || cmd == LISM_CMD_STATS ||
-		       cmd == LISM_CMD_EVENTS || cmd == LISM_CMD_RUN || cmd == LISM_CMD_PROBE;
+	case OPT_INCLUDE_PORT: {
+		int *n = c == OPT_EXCLUDE_PORT ? &cfg->n_exclude_ports : &cfg->n_include_ports;
+		__u16 *ports = c == OPT_EXCLUDE_PORT ? cfg->exclude_ports : cfg->include_ports;
+		const char *name = c == OPT_EXCLUDE_PORT ? "--exclude-port" : "--include-port";
+		char item[64];
+		__u32 port;
+
+		for (const char *p = arg; *p;) {
+			if (list_item(&p, item, sizeof(item)))
+				return fail(err, errlen, "%s: '%s' is not a list of ports", name, arg);
+			if (*n >= LISM_MAX_PORTS)
+				return fail(err, errlen, "%s: at most %d", name, LISM_MAX_PORTS);
+			if (lism_parse_u32(item, 1, 65535, &port))
+				return fail(err, errlen, "%s: '%s' is not a port in 1..65535", name, item);
+			ports[(*n)++] = (__u16)port;
+		}
+		return 0;
+	}
+	case OPT_LOCAL_ROUTES: /* a value, not a flag: a ConfigMap can carry it */
+		if (strcmp(arg, "on") && strcmp(arg, "off"))
+			return fail(err, errlen, "--local-routes: '%s' is not on or off", arg);
+		cfg->local_routes = !strcmp(arg, "on");
+		return 0;
+	case OPT_ALLOW_BLOCKING:
+		cfg->allow_blocking = 1;
+		return 0;
+	case OPT_NO_STREAM_DETECT:
+		cfg->no_stream_detect = 1;
+		return 0;
+	case OPT_NO_CHURN_DETECT:
+		cfg->no_churn_detect = 1;
+		return 0;
+	case OPT_EAGER_SENDERS:
+		cfg->eager_senders = 1;
+		return 0;
+	case OPT_SENDERS: /* the same as --eager-senders, with a value a ConfigMap can carry */
+		cfg->eager_senders = lism_parse_senders(arg);
+		if (cfg->eager_senders < 0)
+			return fail(err, errlen, "--senders: '%s' is not adaptive or eager", arg);
+		return 0;
+	case OPT_CHURN_WINDOW:
+		if (lism_parse_u32(arg, 0, LISM_CHURN_WINDOW_MAX_MS, &cfg->churn_window_ms))
+			return fail(err, errlen, "--churn-window: '%s' is not a number of ms in 0..%u (0: off)",
+				    arg, LISM_CHURN_WINDOW_MAX_MS);
+		if (!cfg->churn_window_ms) { /* one ConfigMap value can switch it off */
+			cfg->no_churn_detect = 1;
+			cfg->churn_window_ms = LISM_CHURN_WINDOW_MS;
+		}
+		return 0;
+	case OPT_MOUNT_BPFFS:
+		cfg->mount_bpffs = 1;
+		return 0;
+	}
+	return fail(err, errlen, "option %d has no parser (a bug: report it)", c);
+}
+
+static int parse_timeout(const char *arg, unsigned int *out, char *err, size_t errlen)
+{
+	__u32 t;
+
+	if (lism_parse_u32(arg, 0, 86400, &t))
+		return fail(err, errlen, "--timeout: '%s' is not a number of seconds in 0..86400", arg);
+	*out = t;
+	return 0;
+}
+
+static int parse_event_types(int c, const char *arg, __u32 *types, char *err, size_t errlen)
+{
+	if (lism_event_types_parse(arg, types))
+		return fail(err, errlen, "%s: '%s' is not all, none or a list of %s",
+			    c == OPT_TYPE ? "--type" : "--log-events", arg, LISM_EV_NAMES);
+	if (c == OPT_TYPE && !*types)
+		return fail(err, errlen, "--type none: nothing to follow");
+	return 0;
+}
+
+/* Each command's own options, into its own struct (the table below says which it takes). */
+
+static int load_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	if (c == OPT_UPGRADE) {
+		o->load.upgrade = 1;
+		return 0;
+	}
+	return load_option(&o->load.cfg, c, arg, err, errlen);
+}
+
+static int unload_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	if (c == OPT_TIMEOUT)
+		return parse_timeout(arg, &o->unload.timeout_s, err, errlen);
+	if (c == OPT_FORCE)
+		o->unload.force = 1;
+	else if (c == OPT_STAY)
+		o->unload.stay = 1;
+	return 0;
+}
+
+static int status_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	(void)c, (void)arg, (void)err, (void)errlen;
+	o->status.gone = 1; /* --gone, its one option */
+	return 0;
+}
+
+static int conns_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	struct lism_conns_opts *co = &o->conns;
+	__u32 port;
+	int st;
+
+	switch (c) {
 	case 'w':
+		co->wide = 1;
+		return 0;
 	case OPT_PORT:
+		if (lism_parse_u32(arg, 1, 65535, &port))
+			return fail(err, errlen, "--port: '%s' is not a port in 1..65535", arg);
+		co->port = (int)port;
+		return 0;
 	case OPT_STATE:
+		st = lism_tcp_state_code(arg);
+		if (st < 0)
+			return fail(err, errlen, "--state: '%s' is not a TCP state (ESTAB, CLOSE-WAIT, ...)", arg);
+		co->state = st + 1;
+		return 0;
 	case OPT_MODE:
-		return cmd == LISM_CMD_CONNS;
-	case OPT_ALL:
-	case OPT_TYPE:
-		return cmd == LISM_CMD_EVENTS;
-	case OPT_LOG_EVENTS:
-	case OPT_LOG_INTERVAL:
-	case OPT_METRICS_ADDR:
-	case OPT_UNLOAD_ON_EXIT:
-		return cmd == LISM_CMD_RUN;
-	case OPT_STAY:
-		return cmd == LISM_CMD_UNLOAD;
-	case OPT_GONE:
-		return cmd == LISM_CMD_STATUS;
-	case OPT_SOFT:
-		return cmd == LISM_CMD_MOUNT_BPFFS;
+		if (!strcmp(arg, "shortcut"))
+			co->mode = LISM_MODE_SHORTCUT;
+		else if (!strcmp(arg, "tcp"))
+			co->mode = LISM_MODE_TCP;
+		else if (!strcmp(arg, "pending"))
+			co->mode = LISM_MODE_PENDING;
+		else
+			return fail(err, errlen, "--mode: '%s' is not shortcut, tcp or pending", arg);
+		return 0;
 	}
 	return 0;
 }
 
-/* Arguments after the options: "stats [reset]", "set KEY VALUE". */
-static int parse_positional(struct lism_opts *o, int n, char **args, char *err, size_t errlen)
+static int events_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
 {
-	if (o->cmd == LISM_CMD_STATS) {
-		if (n == 0)
-			return 0;
-		if (n == 1 && !strcmp(args[0], "reset")) {
-			o->stats_reset = 1;
-			return 0;
-		}
-		return fail(err, errlen, "stats: unexpected argument '%s' (only 'reset')", args[0]);
+	if (c == OPT_ALL) {
+		o->events.all = 1;
+		return 0;
 	}
-	if (o->cmd == LISM_CMD_SET) {
-		if (n != 2)
+	return parse_event_types(c, arg, &o->events.types, err, errlen);
+}
+
+static int run_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	struct lism_run_opts *r = &o->run;
+
+	switch (c) {
+	case OPT_TIMEOUT:
+		return parse_timeout(arg, &r->timeout_s, err, errlen);
+	case OPT_METRICS_ADDR:
+		if (strlen(arg) >= sizeof(r->metrics_addr) || !valid_listen_addr(arg))
 			return fail(err, errlen,
-				    "set: expected 'active on|off|drain', 'max-dmbs N', 'churn-detect on|off' "
-				    "or 'senders adaptive|eager'");
-		int active = !strcmp(args[0], "active");
-
-		if (active || !strcmp(args[0], "churn-detect")) {
-			o->set_key = active ? LISM_SET_ACTIVE : LISM_SET_CHURN_DETECT;
-			if (!strcmp(args[1], "on"))
-				o->set_value = 1;
-			else if (!strcmp(args[1], "off"))
-				o->set_value = 0;
-			else if (active && !strcmp(args[1], "drain"))
-				o->set_value = LISM_ACTIVE_DRAIN;
-			else if (active)
-				return fail(err, errlen, "set active: '%s' is not on, off or drain", args[1]);
-			else
-				return fail(err, errlen, "set %s: '%s' is not on or off", args[0], args[1]);
-			return 0;
-		}
-		if (!strcmp(args[0], "senders")) {
-			int eager = lism_parse_senders(args[1]);
-
-			if (eager < 0)
-				return fail(err, errlen, "set senders: '%s' is not adaptive or eager",
-					    args[1]);
-			o->set_key = LISM_SET_SENDERS;
-			o->set_value = (__u32)eager;
-			return 0;
-		}
-		if (!strcmp(args[0], "max-dmbs")) {
-			o->set_key = LISM_SET_MAX_DMBS;
-			if (lism_parse_u32(args[1], 1, LISM_MAX_DMBS_LIMIT, &o->set_value))
-				return fail(err, errlen, "set max-dmbs: '%s' is not a number in 1..%u",
-					    args[1], LISM_MAX_DMBS_LIMIT);
-			return 0;
-		}
-		return fail(err, errlen,
-			    "set: unknown setting '%s' (active, max-dmbs, churn-detect, senders)",
-			    args[0]);
+				    "--metrics-addr: '%s' is not ADDR:PORT (e.g. 127.0.0.1:19435, [::1]:19435)", arg);
+		strcpy(r->metrics_addr, arg);
+		return 0;
+	case OPT_UNLOAD_ON_EXIT:
+		r->unload_on_exit = 1;
+		return 0;
+	case OPT_LOG_EVENTS:
+		return parse_event_types(c, arg, &r->event_types, err, errlen);
+	case OPT_LOG_INTERVAL:
+		if (lism_parse_u32(arg, 0, LISM_MAX_LOG_INTERVAL, &r->log_interval_s))
+			return fail(err, errlen, "--log-interval: '%s' is not a number of seconds in 0..%u", arg,
+				    LISM_MAX_LOG_INTERVAL);
+		return 0;
 	}
-	if (n)
-		return fail(err, errlen, "%s: unexpected argument '%s'", lism_cmd_name(o->cmd), args[0]);
+	return load_option(&r->cfg, c, arg, err, errlen);
+}
+
+static int mount_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	(void)c, (void)arg, (void)err, (void)errlen;
+	o->mount.soft = 1; /* --soft, its one option */
+	return 0;
+}
+
+/* Arguments after the options. */
+
+static int stats_args(struct lism_opts *o, int n, char **args, char *err, size_t errlen)
+{
+	if (n == 0)
+		return 0;
+	if (n == 1 && !strcmp(args[0], "reset")) {
+		o->stats.reset = 1;
+		return 0;
+	}
+	return fail(err, errlen, "stats: unexpected argument '%s' (only 'reset')", args[0]);
+}
+
+static int set_args(struct lism_opts *o, int n, char **args, char *err, size_t errlen)
+{
+	struct lism_set_opts *so = &o->set;
+	int active, eager;
+
+	if (n != 2)
+		return fail(err, errlen, "set: expected 'active on|off|drain', 'max-dmbs N', 'churn-detect on|off' "
+			    "or 'senders adaptive|eager'");
+	active = !strcmp(args[0], "active");
+	if (active || !strcmp(args[0], "churn-detect")) {
+		so->key = active ? LISM_SET_ACTIVE : LISM_SET_CHURN_DETECT;
+		if (!strcmp(args[1], "on"))
+			so->value = 1;
+		else if (!strcmp(args[1], "off"))
+			so->value = 0;
+		else if (active && !strcmp(args[1], "drain"))
+			so->value = LISM_ACTIVE_DRAIN;
+		else if (active)
+			return fail(err, errlen, "set active: '%s' is not on, off or drain", args[1]);
+		else
+			return fail(err, errlen, "set %s: '%s' is not on or off", args[0], args[1]);
+		return 0;
+	}
+	if (!strcmp(args[0], "senders")) {
+		eager = lism_parse_senders(args[1]);
+		if (eager < 0)
+			return fail(err, errlen, "set senders: '%s' is not adaptive or eager", args[1]);
+		so->key = LISM_SET_SENDERS;
+		so->value = (__u32)eager;
+		return 0;
+	}
+	if (!strcmp(args[0], "max-dmbs")) {
+		so->key = LISM_SET_MAX_DMBS;
+		if (lism_parse_u32(args[1], 1, LISM_MAX_DMBS_LIMIT, &so->value))
+			return fail(err, errlen, "set max-dmbs: '%s' is not a number in 1..%u", args[1],
+				    LISM_MAX_DMBS_LIMIT);
+		return 0;
+	}
+	return fail(err, errlen, "set: unknown setting '%s' (active, max-dmbs, churn-detect, senders)", args[0]);
+}
+
+/* Defaults. */
+
+static void load_init(struct lism_opts *o)
+{
+	lism_load_cfg_init(&o->load.cfg);
+}
+
+static void unload_init(struct lism_opts *o)
+{
+	o->unload.timeout_s = LISM_DEFAULT_UNLOAD_TIMEOUT;
+}
+
+static void events_init(struct lism_opts *o)
+{
+	o->events.types = LISM_EV_ALL;
+}
+
+static void run_init(struct lism_opts *o)
+{
+	lism_load_cfg_init(&o->run.cfg);
+	o->run.timeout_s = LISM_DEFAULT_UNLOAD_TIMEOUT;
+	o->run.log_interval_s = LISM_DEFAULT_LOG_INTERVAL;
+	o->run.event_types = LISM_EV_DAEMON_DEFAULT;
+	strcpy(o->run.metrics_addr, LISM_DEFAULT_METRICS_ADDR);
+}
+
+#define LOAD_OPTIONS                                                                                  \
+	OPT_CGROUP, OPT_MAX_DMBS, OPT_DMB_SIZE, OPT_LOCAL_CIDR, OPT_EXCLUDE_CIDR, OPT_LOCAL_ROUTES,    \
+		OPT_ALLOW_BLOCKING, OPT_NO_STREAM_DETECT, OPT_NO_CHURN_DETECT, OPT_EAGER_SENDERS,      \
+		OPT_SENDERS, OPT_CHURN_WINDOW, OPT_MOUNT_BPFFS, OPT_EXCLUDE_PORT, OPT_INCLUDE_PORT
+
+/*
+ * The command table: each command's name, the options it takes besides
+ * --pin-path, -v and -h (0-terminated), the function that reads them into
+ * its struct, the one that reads its arguments (NULL: it takes none), and
+ * its defaults.
+ */
+static const struct command {
+	const char *name;
+	enum lism_cmd cmd;
+	const int *options;
+	int (*option)(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen);
+	int (*args)(struct lism_opts *o, int n, char **args, char *err, size_t errlen);
+	void (*init)(struct lism_opts *o);
+} commands[] = {
+	{ "load", LISM_CMD_LOAD, (const int[]){ LOAD_OPTIONS, OPT_UPGRADE, 0 }, load_opt, NULL, load_init },
+	{ "unload", LISM_CMD_UNLOAD, (const int[]){ OPT_TIMEOUT, OPT_FORCE, OPT_STAY, 0 }, unload_opt, NULL,
+	  unload_init },
+	{ "status", LISM_CMD_STATUS, (const int[]){ 'j', OPT_GONE, 0 }, status_opt, NULL, NULL },
+	{ "conns", LISM_CMD_CONNS, (const int[]){ 'j', 'w', OPT_PORT, OPT_STATE, OPT_MODE, 0 }, conns_opt, NULL,
+	  NULL },
+	{ "stats", LISM_CMD_STATS, (const int[]){ 'j', 0 }, NULL, stats_args, NULL },
+	{ "events", LISM_CMD_EVENTS, (const int[]){ 'j', OPT_ALL, OPT_TYPE, 0 }, events_opt, NULL, events_init },
+	{ "run", LISM_CMD_RUN,
+	  (const int[]){ LOAD_OPTIONS, 'j', OPT_TIMEOUT, OPT_METRICS_ADDR, OPT_UNLOAD_ON_EXIT, OPT_LOG_EVENTS,
+			 OPT_LOG_INTERVAL, 0 },
+	  run_opt, NULL, run_init },
+	{ "set", LISM_CMD_SET, (const int[]){ 0 }, NULL, set_args, NULL },
+	{ "mount-bpffs", LISM_CMD_MOUNT_BPFFS, (const int[]){ OPT_SOFT, 0 }, mount_opt, NULL, NULL },
+	{ "probe", LISM_CMD_PROBE, (const int[]){ 'j', 0 }, NULL, NULL, NULL },
+	{ "help", LISM_CMD_HELP, (const int[]){ 0 }, NULL, NULL, NULL },
+	{ "version", LISM_CMD_VERSION, (const int[]){ 0 }, NULL, NULL, NULL },
+};
+
+const char *lism_cmd_name(enum lism_cmd cmd)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].cmd == cmd)
+			return commands[i].name;
+	return "?";
+}
+
+static int takes(const struct command *cmd, int c)
+{
+	if (c == OPT_PIN_PATH || c == 'v' || c == 'h')
+		return 1;
+	for (const int *p = cmd->options; *p; p++)
+		if (*p == c)
+			return 1;
 	return 0;
 }
 
 int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_t errlen)
 {
-	static const struct option longopts[] = {
-		{ "cgroup", required_argument, NULL, OPT_CGROUP },
-		{ "pin-path", required_argument, NULL, OPT_PIN_PATH },
-		{ "max-dmbs", required_argument, NULL, OPT_MAX_DMBS },
-		{ "dmb-size", required_argument, NULL, OPT_DMB_SIZE },
-		{ "local-cidr", required_argument, NULL, OPT_LOCAL_CIDR },
-		{ "exclude-cidr", required_argument, NULL, OPT_EXCLUDE_CIDR },
-		{ "local-routes", required_argument, NULL, OPT_LOCAL_ROUTES },
-		{ "upgrade", no_argument, NULL, OPT_UPGRADE },
-		{ "allow-blocking", no_argument, NULL, OPT_ALLOW_BLOCKING },
-		{ "no-stream-detect", no_argument, NULL, OPT_NO_STREAM_DETECT },
-		{ "no-churn-detect", no_argument, NULL, OPT_NO_CHURN_DETECT },
-		{ "eager-senders", no_argument, NULL, OPT_EAGER_SENDERS },
-		{ "senders", required_argument, NULL, OPT_SENDERS },
-		{ "churn-window", required_argument, NULL, OPT_CHURN_WINDOW },
-		{ "mount-bpffs", no_argument, NULL, OPT_MOUNT_BPFFS },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "force", no_argument, NULL, OPT_FORCE },
-		{ "exclude-port", required_argument, NULL, OPT_EXCLUDE_PORT },
-		{ "include-port", required_argument, NULL, OPT_INCLUDE_PORT },
-		{ "port", required_argument, NULL, OPT_PORT },
-		{ "state", required_argument, NULL, OPT_STATE },
-		{ "mode", required_argument, NULL, OPT_MODE },
-		{ "all", no_argument, NULL, OPT_ALL },
-		{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
-		{ "unload-on-exit", no_argument, NULL, OPT_UNLOAD_ON_EXIT },
-		{ "stay", no_argument, NULL, OPT_STAY },
-		{ "gone", no_argument, NULL, OPT_GONE },
-		{ "soft", no_argument, NULL, OPT_SOFT },
-		{ "type", required_argument, NULL, OPT_TYPE },
-		{ "log-events", required_argument, NULL, OPT_LOG_EVENTS },
-		{ "log-interval", required_argument, NULL, OPT_LOG_INTERVAL },
-		{ "json", no_argument, NULL, 'j' },
-		{ "wide", no_argument, NULL, 'w' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	const struct command *cmd = NULL;
 	const char *cmdname;
 	char **av;
-	__u64 size;
-	int c, ac;
+	int c, ac, ret;
 
 	memset(o, 0, sizeof(*o));
-	strcpy(o->pin_path, LISM_DEFAULT_PIN_PATH);
-	strcpy(o->metrics_addr, LISM_DEFAULT_METRICS_ADDR);
-	o->max_dmbs = LISM_DEFAULT_MAX_DMBS;
-	o->dmb_size = LISM_DEFAULT_DMB_SIZE;
-	o->churn_window_ms = LISM_CHURN_WINDOW_MS;
-	o->timeout_s = LISM_DEFAULT_UNLOAD_TIMEOUT;
+	strcpy(o->c.pin_path, LISM_DEFAULT_PIN_PATH);
 	err[0] = '\0';
 
 	if (argc < 2)
@@ -475,11 +698,12 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		cmdname = "version";
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(cmdname, commands[i].name))
-			o->cmd = commands[i].cmd;
-	if (o->cmd == LISM_CMD_NONE)
+			cmd = &commands[i];
+	if (!cmd)
 		return fail(err, errlen, "unknown command '%s' (try 'lism help')", cmdname);
-	o->event_types = o->cmd == LISM_CMD_RUN ? LISM_EV_DAEMON_DEFAULT : LISM_EV_ALL;
-	o->log_interval_s = LISM_DEFAULT_LOG_INTERVAL;
+	o->cmd = cmd->cmd;
+	if (cmd->init)
+		cmd->init(o);
 
 	/* getopt sees the command as argv[0]; av[optind - 1] is the option just read */
 	av = argv + 1;
@@ -499,203 +723,36 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 			return fail(err, errlen, "%s: unknown option '%s'", cmdname, optname);
 		if (c == ':')
 			return fail(err, errlen, "%s: option '%s' needs a value", cmdname, optname);
-		if (!option_allowed(o->cmd, c)) {
+		if (!takes(cmd, c)) {
 			for (const struct option *lo = longopts; lo->name; lo++)
 				if (lo->val == c)
 					optname = lo->name;
-			return fail(err, errlen, "%s: option '--%s' does not apply to this command",
-				    cmdname, optname);
+			return fail(err, errlen, "%s: option '--%s' does not apply to this command", cmdname,
+				    optname);
 		}
 		switch (c) {
-		case OPT_CGROUP:
-			if (!*arg || strlen(arg) >= sizeof(o->cgroup))
-				return fail(err, errlen, "--cgroup: invalid path");
-			strcpy(o->cgroup, arg);
-			break;
 		case OPT_PIN_PATH:
-			if (arg[0] != '/' || strlen(arg) >= sizeof(o->pin_path) - 64)
+			if (arg[0] != '/' || strlen(arg) >= sizeof(o->c.pin_path) - 64)
 				return fail(err, errlen, "--pin-path: '%s' must be an absolute path", arg);
-			strcpy(o->pin_path, arg);
-			break;
-		case OPT_MAX_DMBS:
-			if (lism_parse_u32(arg, 1, LISM_MAX_DMBS_LIMIT, &o->max_dmbs))
-				return fail(err, errlen, "--max-dmbs: '%s' is not a number in 1..%u", arg,
-					    LISM_MAX_DMBS_LIMIT);
-			break;
-		case OPT_DMB_SIZE:
-			if (lism_parse_size(arg, &size) || size < LISM_MIN_DMB_SIZE ||
-			    size > LISM_MAX_DMB_SIZE)
-				return fail(err, errlen,
-					    "--dmb-size: '%s' is not a size in %uK..%uM (e.g. 256K, 1M)",
-					    arg, LISM_MIN_DMB_SIZE >> 10, LISM_MAX_DMB_SIZE >> 20);
-			o->dmb_size = (__u32)size;
-			break;
-		case OPT_LOCAL_CIDR:
-		case OPT_EXCLUDE_CIDR: {
-			int *n = c == OPT_LOCAL_CIDR ? &o->n_local_cidrs : &o->n_exclude_cidrs;
-			struct lism_cidr *list = c == OPT_LOCAL_CIDR ? o->local_cidrs : o->exclude_cidrs;
-			const char *name = c == OPT_LOCAL_CIDR ? "--local-cidr" : "--exclude-cidr";
-			char item[64];
-
-			/* a comma-separated list, so one ConfigMap value can carry several */
-			for (const char *p = arg; *p;) {
-				if (list_item(&p, item, sizeof(item)))
-					return fail(err, errlen, "%s: '%s' is not a list of prefixes", name, arg);
-				if (*n >= LISM_MAX_CIDRS)
-					return fail(err, errlen, "%s: at most %d", name, LISM_MAX_CIDRS);
-				if (lism_parse_cidr(item, &list[*n]))
-					return fail(err, errlen,
-						    "%s: '%s' is not an address or prefix with zero host bits",
-						    name, item);
-				(*n)++;
-			}
-			break;
-		}
-		case OPT_EXCLUDE_PORT:
-		case OPT_INCLUDE_PORT: {
-			int *n = c == OPT_EXCLUDE_PORT ? &o->n_exclude_ports : &o->n_include_ports;
-			__u16 *ports = c == OPT_EXCLUDE_PORT ? o->exclude_ports : o->include_ports;
-			const char *name = c == OPT_EXCLUDE_PORT ? "--exclude-port" : "--include-port";
-			char item[64];
-			__u32 port;
-
-			for (const char *p = arg; *p;) {
-				if (list_item(&p, item, sizeof(item)))
-					return fail(err, errlen, "%s: '%s' is not a list of ports", name, arg);
-				if (*n >= LISM_MAX_PORTS)
-					return fail(err, errlen, "%s: at most %d", name, LISM_MAX_PORTS);
-				if (lism_parse_u32(item, 1, 65535, &port))
-					return fail(err, errlen, "%s: '%s' is not a port in 1..65535", name,
-						    item);
-				ports[(*n)++] = (__u16)port;
-			}
-			break;
-		}
-		case OPT_LOCAL_ROUTES: /* a value, not a flag: a ConfigMap can carry it */
-			if (strcmp(arg, "on") && strcmp(arg, "off"))
-				return fail(err, errlen, "--local-routes: '%s' is not on or off", arg);
-			o->local_routes = !strcmp(arg, "on");
-			break;
-		case OPT_ALLOW_BLOCKING:
-			o->allow_blocking = 1;
-			break;
-		case OPT_NO_STREAM_DETECT:
-			o->no_stream_detect = 1;
-			break;
-		case OPT_NO_CHURN_DETECT:
-			o->no_churn_detect = 1;
-			break;
-		case OPT_EAGER_SENDERS:
-			o->eager_senders = 1;
-			break;
-		case OPT_SENDERS: /* the same as --eager-senders, with a value a ConfigMap can carry */
-			o->eager_senders = lism_parse_senders(arg);
-			if (o->eager_senders < 0)
-				return fail(err, errlen, "--senders: '%s' is not adaptive or eager", arg);
-			break;
-		case OPT_CHURN_WINDOW:
-			if (lism_parse_u32(arg, 0, LISM_CHURN_WINDOW_MAX_MS, &o->churn_window_ms))
-				return fail(err, errlen,
-					    "--churn-window: '%s' is not a number of ms in 0..%u (0: off)",
-					    arg, LISM_CHURN_WINDOW_MAX_MS);
-			if (!o->churn_window_ms) { /* one ConfigMap value can switch it off */
-				o->no_churn_detect = 1;
-				o->churn_window_ms = LISM_CHURN_WINDOW_MS;
-			}
-			break;
-		case OPT_MOUNT_BPFFS:
-			o->mount_bpffs = 1;
-			break;
-		case OPT_UPGRADE:
-			o->upgrade = 1;
-			break;
-		case OPT_TIMEOUT: {
-			__u32 t;
-
-			if (lism_parse_u32(arg, 0, 86400, &t))
-				return fail(err, errlen, "--timeout: '%s' is not a number of seconds in 0..86400",
-					    arg);
-			o->timeout_s = t;
-			break;
-		}
-		case OPT_FORCE:
-			o->force = 1;
-			break;
-		case OPT_PORT: {
-			__u32 port;
-
-			if (lism_parse_u32(arg, 1, 65535, &port))
-				return fail(err, errlen, "--port: '%s' is not a port in 1..65535", arg);
-			o->filter_port = (int)port;
-			break;
-		}
-		case OPT_STATE: {
-			int st = lism_tcp_state_code(arg);
-
-			if (st < 0)
-				return fail(err, errlen, "--state: '%s' is not a TCP state (ESTAB, CLOSE-WAIT, ...)",
-					    arg);
-			o->filter_state = st + 1;
-			break;
-		}
-		case OPT_MODE:
-			if (!strcmp(arg, "shortcut"))
-				o->filter_mode = LISM_MODE_SHORTCUT;
-			else if (!strcmp(arg, "tcp"))
-				o->filter_mode = LISM_MODE_TCP;
-			else if (!strcmp(arg, "pending"))
-				o->filter_mode = LISM_MODE_PENDING;
-			else
-				return fail(err, errlen, "--mode: '%s' is not shortcut, tcp or pending", arg);
-			break;
-		case OPT_ALL:
-			o->all_events = 1;
-			break;
-		case OPT_METRICS_ADDR:
-			if (strlen(arg) >= sizeof(o->metrics_addr) || !valid_listen_addr(arg))
-				return fail(err, errlen,
-					    "--metrics-addr: '%s' is not ADDR:PORT (e.g. 127.0.0.1:19435, [::1]:19435)",
-					    arg);
-			strcpy(o->metrics_addr, arg);
-			break;
-		case OPT_STAY:
-			o->stay = 1;
-			break;
-		case OPT_GONE:
-			o->gone = 1;
-			break;
-		case OPT_SOFT:
-			o->soft = 1;
-			break;
-		case OPT_UNLOAD_ON_EXIT:
-			o->unload_on_exit = 1;
-			break;
-		case OPT_TYPE:
-		case OPT_LOG_EVENTS:
-			if (lism_event_types_parse(arg, &o->event_types))
-				return fail(err, errlen, "%s: '%s' is not all, none or a list of %s",
-					    c == OPT_TYPE ? "--type" : "--log-events", arg, LISM_EV_NAMES);
-			if (c == OPT_TYPE && !o->event_types)
-				return fail(err, errlen, "--type none: nothing to follow");
-			break;
-		case OPT_LOG_INTERVAL:
-			if (lism_parse_u32(arg, 0, LISM_MAX_LOG_INTERVAL, &o->log_interval_s))
-				return fail(err, errlen, "--log-interval: '%s' is not a number of seconds in 0..%u",
-					    arg, LISM_MAX_LOG_INTERVAL);
-			break;
-		case 'j':
-			o->json = 1;
-			break;
-		case 'w':
-			o->wide = 1;
-			break;
+			strcpy(o->c.pin_path, arg);
+			continue;
 		case 'v':
-			o->verbose = 1;
-			break;
+			o->c.verbose = 1;
+			continue;
+		case 'j':
+			o->c.json = 1;
+			continue;
 		case 'h':
 			o->cmd = LISM_CMD_HELP;
 			return LISM_EXIT_OK;
 		}
+		ret = cmd->option(o, c, arg, err, errlen);
+		if (ret)
+			return ret;
 	}
-	return parse_positional(o, ac - optind, av + optind, err, errlen);
+	if (cmd->args)
+		return cmd->args(o, ac - optind, av + optind, err, errlen);
+	if (ac - optind)
+		return fail(err, errlen, "%s: unexpected argument '%s'", cmdname, av[optind]);
+	return 0;
 }

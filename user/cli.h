@@ -8,15 +8,9 @@
 #include <stdio.h>
 #include <linux/types.h>
 
-/* Exit codes, documented in docs/lism.8 */
-enum lism_exit {
-	LISM_EXIT_OK = 0,
-	LISM_EXIT_FAIL = 1,    /* the operation failed (kernel or BPF error) */
-	LISM_EXIT_USAGE = 2,   /* invalid command line */
-	LISM_EXIT_ENV = 3,     /* environment not ready: privileges, BTF, bpffs, cgroup2, kernel features */
-	LISM_EXIT_STATE = 4,   /* already loaded / not loaded / foreign pins */
-	LISM_EXIT_BUSY = 5,    /* unload timed out: connections still use the shortcut */
-};
+#include "error.h"
+#include "load.h"
+#include "unload.h"
 
 enum lism_cmd {
 	LISM_CMD_NONE = 0,
@@ -34,10 +28,6 @@ enum lism_cmd {
 	LISM_CMD_VERSION,
 };
 
-#define LISM_DEFAULT_PIN_PATH "/sys/fs/bpf/lism"
-#define LISM_MAX_CIDRS 64
-#define LISM_MAX_PORTS 64
-#define LISM_DEFAULT_UNLOAD_TIMEOUT 30
 #define LISM_DEFAULT_METRICS_ADDR "127.0.0.1:19435"
 #define LISM_DEFAULT_LOG_INTERVAL 60 /* seconds: lism run's summary line */
 #define LISM_MAX_LOG_INTERVAL 86400
@@ -62,60 +52,79 @@ enum lism_mode_filter {
 	LISM_MODE_PENDING,
 };
 
-struct lism_cidr {
-	__u8 addr[16];       /* IPv6, or IPv4 as ::ffff:a.b.c.d */
-	__u32 prefixlen;     /* over the 128-bit form */
+/*
+ * Each command's options, in a struct of its own (the command table in
+ * cli.c says which options a command takes); every command takes these.
+ */
+struct lism_common_opts {
+	char pin_path[PATH_MAX];
+	int json;
+	int verbose;
+};
+
+struct lism_load_opts {
+	struct lism_load_cfg cfg;
+	int upgrade;
+};
+
+struct lism_unload_opts {
+	unsigned int timeout_s;
+	int force;
+	int stay; /* once done (or nothing was loaded), wait for SIGTERM (a cleanup DaemonSet's pod) */
+};
+
+struct lism_status_opts {
+	int gone; /* exit 0 only when nothing is pinned at the pin path */
+};
+
+struct lism_conns_opts {
+	int wide;
+	int port;                 /* 0: any */
+	int state;                /* BPF_TCP_* + 1, 0: any */
+	enum lism_mode_filter mode;
+};
+
+struct lism_stats_opts {
+	int reset;
+};
+
+struct lism_follow_opts { /* lism events */
+	int all;
+	__u32 types; /* LISM_EV_TYPE() mask */
+};
+
+struct lism_run_opts {
+	struct lism_load_cfg cfg;
+	unsigned int timeout_s;      /* --unload-on-exit's wait */
+	unsigned int log_interval_s; /* the summary line; 0: none */
+	__u32 event_types;           /* --log-events */
+	char metrics_addr[64];
+	int unload_on_exit;
+};
+
+struct lism_set_opts {
+	enum lism_set_key key;
+	__u32 value; /* for LISM_SET_ACTIVE: 1 on, 0 off, LISM_ACTIVE_DRAIN */
+};
+
+struct lism_mount_opts {
+	int soft; /* a failure is said and exits 0 */
 };
 
 struct lism_opts {
 	enum lism_cmd cmd;
-	char pin_path[PATH_MAX];
-	char cgroup[PATH_MAX];  /* empty: the cgroup2 mount root */
-	__u32 max_dmbs;
-	__u32 dmb_size;
-	int json;
-	int verbose;
-	int allow_blocking;
-	int no_stream_detect; /* every send may take the shortcut (see include/lism/stream.h) */
-	int no_churn_detect;  /* every connection may engage (see include/lism/churn.h) */
-	int eager_senders;    /* sends run the data path from the handshake on (include/lism/sender.h) */
-	__u32 churn_window_ms;
-	int mount_bpffs;
-	int upgrade;
-	int force;
-	unsigned int timeout_s;
-	int n_local_cidrs;
-	struct lism_cidr local_cidrs[LISM_MAX_CIDRS];
-	int n_exclude_cidrs;
-	struct lism_cidr exclude_cidrs[LISM_MAX_CIDRS];
-	int local_routes; /* --local-routes on: this node's pods and addresses from its routes (routes.h) */
-	int n_exclude_ports;
-	__u16 exclude_ports[LISM_MAX_PORTS];
-	int n_include_ports;
-	__u16 include_ports[LISM_MAX_PORTS];
-	/* conns */
-	int wide;
-	int filter_port;                 /* 0: any */
-	int filter_state;                /* BPF_TCP_* + 1, 0: any */
-	enum lism_mode_filter filter_mode;
-	/* stats */
-	int stats_reset;
-	/* events */
-	int all_events;
-	__u32 event_types;       /* LISM_EV_TYPE() mask: events --type, run --log-events */
-	/* run */
-	unsigned int log_interval_s; /* the summary line; 0: none */
-	char metrics_addr[64];
-	int unload_on_exit;
-	/* unload: once done (or nothing was loaded), wait for SIGTERM (a cleanup DaemonSet's pod) */
-	int stay;
-	/* status --gone: exit 0 only when nothing is pinned at the pin path */
-	int gone;
-	/* mount-bpffs --soft: a failure is said and exits 0 */
-	int soft;
-	/* set */
-	enum lism_set_key set_key;
-	__u32 set_value; /* for LISM_SET_ACTIVE: 1 on, 0 off, LISM_ACTIVE_DRAIN */
+	struct lism_common_opts c;
+	union {
+		struct lism_load_opts load;
+		struct lism_unload_opts unload;
+		struct lism_status_opts status;
+		struct lism_conns_opts conns;
+		struct lism_stats_opts stats;
+		struct lism_follow_opts events;
+		struct lism_run_opts run;
+		struct lism_set_opts set;
+		struct lism_mount_opts mount;
+	};
 };
 
 /* "ESTAB", "SYN-SENT", ... (ss names) of a BPF_TCP_* state, and back (-1 unknown). */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "conns.h"
 #include "feature.h"
 #include "format.h"
@@ -291,16 +292,16 @@ struct json_object *lism_conn_json(const struct lism_conn *c)
 	return o;
 }
 
-int lism_conn_matches(const struct lism_conn *c, const struct lism_opts *o)
+int lism_conn_matches(const struct lism_conn *c, const struct lism_conns_opts *o)
 {
 	unsigned int reason;
 	enum lism_conn_mode m = lism_conn_mode(c, &reason);
 
-	if (o->filter_port && c->row.lport != o->filter_port && c->row.rport != o->filter_port)
+	if (o->port && c->row.lport != o->port && c->row.rport != o->port)
 		return 0;
-	if (o->filter_state && c->row.tcp_state != o->filter_state - 1)
+	if (o->state && c->row.tcp_state != o->state - 1)
 		return 0;
-	switch (o->filter_mode) {
+	switch (o->mode) {
 	case LISM_MODE_ANY:
 		return 1;
 	case LISM_MODE_SHORTCUT:
@@ -473,7 +474,7 @@ int lism_pidns_nested(const char *status_path)
 	return nested;
 }
 
-int lism_cmd_conns(const struct lism_opts *o)
+int lism_cmd_conns(const struct lism_common_opts *co, const struct lism_conns_opts *o)
 {
 	struct lism_instance in;
 	struct lism_conn *conns;
@@ -481,14 +482,14 @@ int lism_cmd_conns(const struct lism_opts *o)
 	size_t n;
 	int err;
 
-	err = lism_instance_open(&in, o->pin_path);
+	err = lism_instance_open(&in, co->pin_path);
 	if (err) {
-		lism_err("no lism instance at %s: %s", o->pin_path, strerror(-err));
+		lism_err("no lism instance at %s: %s", co->pin_path, strerror(-err));
 		return LISM_EXIT_STATE;
 	}
 	err = lism_layout_check(&in);
 	if (!err)
-		err = lism_feature_require(o->pin_path, LISM_F_CONNS);
+		err = lism_feature_require(co->pin_path, LISM_F_CONNS);
 	if (err) {
 		lism_instance_close(&in);
 		return err;
@@ -505,7 +506,7 @@ int lism_cmd_conns(const struct lism_opts *o)
 			lism_hint("the instance predates 'lism conns'; reload it");
 		return LISM_EXIT_FAIL;
 	}
-	if (o->json) {
+	if (co->json) {
 		struct json_object *arr = json_object_new_array();
 
 		for (size_t i = 0; i < n; i++)

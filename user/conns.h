@@ -40,12 +40,10 @@ void lism_conn_format(const struct lism_conn *c, int wide, char *buf, size_t len
 struct json_object *lism_conn_json(const struct lism_conn *c);
 /* lism_sk.sender as conns -j shows it: none, watch, queued, joined, tcp */
 const char *lism_sender_name(__u8 sender);
-int lism_conn_matches(const struct lism_conn *c, const struct lism_opts *o);
+int lism_conn_matches(const struct lism_conn *c, const struct lism_conns_opts *o);
 
 /* Every socket lism knows, once each (sorted by ports).  Caller frees *out. */
 int lism_conns_collect(const struct lism_instance *in, struct lism_conn **out, size_t *n);
-
-int lism_cmd_conns(const struct lism_opts *o);
 
 /* Replace what is not printable ASCII in a task name with '?' (NUL-terminated within @len). */
 void lism_comm_printable(char *comm, size_t len);

@@ -26,11 +26,12 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "daemon.h"
 #include "device.h"
 #include "events.h"
 #include "feature.h"
-#include "loader.h"
+#include "commands.h"
+#include "load.h"
+#include "unload.h"
 #include "log.h"
 #include "metrics.h"
 #include "pins.h"
@@ -333,12 +334,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 }
 
-static int load_fresh(const struct lism_opts *o, int *loaded)
+static int load_fresh(const char *pin_path, const struct lism_run_opts *o, int *loaded, struct lism_error *e)
 {
-	int err = lism_cmd_load(o);
+	struct lism_load_info info;
+	int err = lism_load(pin_path, &o->cfg, &info, e);
 
 	*loaded = !err;
+	if (!err)
+		lism_say_loaded(pin_path, &o->cfg, &info);
 	return err;
+}
+
+/*
+ * This build's programs over the adopted state (a new image on a node
+ * whose connections outlived the old pod).  If that fails, the instance's
+ * own programs keep working: said, not a failure.
+ */
+static void upgrade_adopted(const char *pin_path)
+{
+	struct lism_error e = { 0 };
+	struct lism_load_info info;
+
+	if (!lism_upgrade(pin_path, &info, &e)) {
+		lism_say_upgraded(pin_path, &info);
+		return;
+	}
+	lism_error_print(&e);
+	lism_err("the adopted instance keeps the programs it had");
 }
 
 /*
@@ -346,60 +368,60 @@ static int load_fresh(const struct lism_opts *o, int *loaded)
  * of the daemon).  Looked at under the pin lock: an unload (a pod on its
  * way out) must not see the device change, nor remove what is adopted.
  */
-static int adopt_or_load(const struct lism_opts *o, int *loaded)
+static int adopt_or_load(const char *pin_path, const struct lism_run_opts *o, int *loaded, struct lism_error *e)
 {
+	struct lism_unload_cfg now = { 0 };
+	struct lism_unload_info gone;
 	struct lism_instance in;
 	struct lism_device d;
-	int err, lockfd, ret, unfinished = 0;
+	int err, lockfd, unfinished = 0;
 
 	*loaded = 0;
-	lockfd = lism_pin_lock(o->pin_path);
+	lockfd = lism_pin_lock(pin_path);
 	if (lockfd == -ENOENT)
-		return load_fresh(o, loaded);
+		return load_fresh(pin_path, o, loaded, e);
 	if (lockfd < 0) {
-		lism_err("locking %s failed: %s", o->pin_path, strerror(-lockfd));
+		lism_fail(e, LISM_EXIT_STATE, lockfd, "locking %s failed: %s", pin_path, strerror(-lockfd));
 		if (lockfd == -EWOULDBLOCK)
-			lism_hint("another lism is loading or unloading there (a pod still draining?): "
-				  "start again once it is done");
-		return LISM_EXIT_STATE;
+			lism_fail_hint(e, "another lism is loading or unloading there (a pod still draining?): "
+				       "start again once it is done");
+		return lockfd;
 	}
-	err = lism_instance_open(&in, o->pin_path);
+	err = lism_instance_open(&in, pin_path);
 	if (err == -ENOENT) { /* the directory without an instance (a load's leftover) */
 		close(lockfd);
-		return load_fresh(o, loaded);
+		return load_fresh(pin_path, o, loaded, e);
 	}
 	if (err) {
 		close(lockfd);
-		lism_err("opening the pins at %s failed: %s", o->pin_path, strerror(-err));
-		return LISM_EXIT_STATE;
+		return lism_fail(e, LISM_EXIT_STATE, err, "opening the pins at %s failed: %s", pin_path,
+				 strerror(-err));
 	}
 	err = lism_device_read(&in, &d);
 	if (!err && d.layout == 0) {
 		unfinished = 1; /* a load killed midway (the OOM killer during the verifier) */
-		ret = LISM_EXIT_OK;
 		goto out;
 	}
 	if (err) {
-		lism_err("reading the device pinned at %s failed: %s", o->pin_path, strerror(-err));
-		ret = LISM_EXIT_STATE;
+		lism_fail(e, LISM_EXIT_STATE, err, "reading the device pinned at %s failed: %s", pin_path,
+			  strerror(-err));
 		goto out;
 	}
 	if (d.layout != LISM_LAYOUT_VERSION) {
-		lism_err("the instance pinned at %s has pin layout %u, this lism %u: remove it with the "
-			 "release that loaded it ('lism unload'; on Kubernetes its cleanup DaemonSet)",
-			 o->pin_path, d.layout, LISM_LAYOUT_VERSION);
-		ret = LISM_EXIT_STATE;
+		err = lism_fail(e, LISM_EXIT_STATE, -EPROTO,
+				"the instance pinned at %s has pin layout %u, this lism %u: remove it with the "
+				"release that loaded it ('lism unload'; on Kubernetes its cleanup DaemonSet)",
+				pin_path, d.layout, LISM_LAYOUT_VERSION);
 		goto out;
 	}
-	printf("lism: adopting the instance pinned at %s (attached to %s)\n", o->pin_path, d.cgroup);
+	printf("lism: adopting the instance pinned at %s (attached to %s)\n", pin_path, d.cgroup);
 	if (!d.active && (d.flags & LISM_DEV_F_DRAINING)) {
 		/* left draining by an unload that timed out (or a drain by hand): this daemon takes over */
 		d.active = 1;
 		d.flags &= ~LISM_DEV_F_DRAINING;
 		err = lism_device_write(&in, &d);
 		if (err) {
-			lism_err("switching the adopted device on failed: %s", strerror(-err));
-			ret = LISM_EXIT_FAIL;
+			lism_fail(e, LISM_EXIT_FAIL, err, "switching the adopted device on failed: %s", strerror(-err));
 			goto out;
 		}
 		printf("lism: it was left draining (an unload that timed out, or set active drain): switched on "
@@ -408,23 +430,19 @@ static int adopt_or_load(const struct lism_opts *o, int *loaded)
 		printf("lism: it is switched off ('lism set active off'): new connections stay on TCP "
 		       "until 'lism set active on'\n");
 	}
-	ret = LISM_EXIT_OK;
 out:
 	close(lockfd);
 	lism_instance_close(&in);
 	if (unfinished) {
-		ret = lism_cmd_unload(o); /* says what it removes */
-		if (!ret)
-			ret = load_fresh(o, loaded);
-	} else if (!ret && lism_upgrade(o)) {
-		/*
-		 * This build's programs over the adopted state (a new image on a
-		 * node whose connections outlived the old pod).  If that fails,
-		 * the instance's own programs keep working.
-		 */
-		lism_err("the adopted instance keeps the programs it had");
+		err = lism_unload(pin_path, &now, &gone, e);
+		if (err)
+			return err;
+		printf("lism: %s held the pins of a load that did not finish: removed them\n", pin_path);
+		return load_fresh(pin_path, o, loaded, e);
 	}
-	return ret;
+	if (!err)
+		upgrade_adopted(pin_path);
+	return err;
 }
 
 /*
@@ -552,10 +570,11 @@ static void beat(struct http_ctx *ctx)
  * the next attempt after a doubling wait: a node lism cannot run on keeps
  * a running, not ready pod that says why, instead of a crash loop.
  */
-static int attempt(const struct lism_opts *o, struct http_ctx *ctx, int *loaded)
+static int attempt(const char *pin_path, const struct lism_run_opts *o, struct http_ctx *ctx, int *loaded)
 {
 	static struct lism_feature_state probed[LISM_F_MAX];
 	struct lism_probe probe = { 0 };
+	struct lism_error e = { 0 };
 	char na[sizeof(ctx->not_applied)] = "", missing[LISM_FEATURE_WHY_LEN], reason[sizeof(ctx->reason)];
 	double wait;
 	int ret, err;
@@ -563,11 +582,11 @@ static int attempt(const struct lism_opts *o, struct http_ctx *ctx, int *loaded)
 	pthread_mutex_lock(&ctx->lock);
 	ctx->attempt_since = lism_mono_s();
 	pthread_mutex_unlock(&ctx->lock);
-	lism_err_keep_first(1);
-	ret = adopt_or_load(o, loaded);
-	lism_err_keep_first(0);
+	ret = adopt_or_load(pin_path, o, loaded, &e);
+	if (ret)
+		lism_error_print(&e);
 	if (!ret && !*loaded) {
-		err = lism_settings_reconcile(o, na, sizeof(na));
+		err = lism_settings_reconcile(pin_path, &o->cfg, na, sizeof(na));
 		if (err)
 			lism_err("applying this daemon's settings to the adopted instance failed: %s; applied "
 				 "in part (lism_settings_not_applied)", strerror(-err));
@@ -587,7 +606,7 @@ static int attempt(const struct lism_opts *o, struct http_ctx *ctx, int *loaded)
 		pthread_mutex_unlock(&ctx->lock);
 		return 0;
 	}
-	snprintf(reason, sizeof(reason), "%s", lism_err_first()[0] ? lism_err_first() : "the load failed");
+	snprintf(reason, sizeof(reason), "%s", e.msg[0] ? e.msg : "the load failed");
 	memset(probed, 0, sizeof(probed));
 	if (!lism_probe_run(&probe)) {
 		for (int f = 0; f < LISM_F_MAX; f++)
@@ -624,18 +643,19 @@ static int attempt(const struct lism_opts *o, struct http_ctx *ctx, int *loaded)
  * added.  0, or -errno: said, and the caller tries again at a heartbeat;
  * the scope meanwhile stays as it was.
  */
-static int routes_start(const struct lism_opts *o, struct http_ctx *ctx, struct lism_routes **r, int *scope_fd)
+static int routes_start(const char *pin_path, int local_routes, struct http_ctx *ctx, struct lism_routes **r,
+			int *scope_fd)
 {
 	struct lism_routes_stats st = { 0 };
 	int err;
 
 	if (*scope_fd < 0)
-		*scope_fd = lism_pin_open(o->pin_path, "scope");
+		*scope_fd = lism_pin_open(pin_path, "scope");
 	if (*scope_fd < 0) {
 		lism_err("opening the scope map failed: %s; trying again", strerror(-*scope_fd));
 		return *scope_fd;
 	}
-	if (!o->local_routes) {
+	if (!local_routes) {
 		err = lism_routes_forget(*scope_fd);
 		if (err > 0)
 			printf("lism: scope: %d entries from routes removed (--local-routes off)\n", err);
@@ -701,11 +721,11 @@ static void lost(struct http_ctx *ctx, const char *pin_path, const char *why)
 	fflush(stdout);
 }
 
-int lism_cmd_run(const struct lism_opts *o)
+int lism_cmd_run(const struct lism_common_opts *co, const struct lism_run_opts *o)
 {
 	static struct http_ctx ctx; /* large (a snapshot); lives as long as the HTTP thread */
 	static struct lism_snapshot prev;
-	struct lism_events_opts eo = { .json = o->json, .types = o->event_types, .max_per_s = LOG_EVENTS_PER_S };
+	struct lism_events_opts eo = { .json = co->json, .types = o->event_types, .max_per_s = LOG_EVENTS_PER_S };
 	struct lism_events *ev = NULL;
 	struct lism_routes *routes = NULL;
 	struct MHD_Daemon *http = NULL;
@@ -717,7 +737,7 @@ int lism_cmd_run(const struct lism_opts *o)
 	char types[128];
 
 	log_out = stdout;
-	if (o->json && (ret = json_log_setup())) {
+	if (co->json && (ret = json_log_setup())) {
 		lism_err("setting up the JSON log failed: %s", strerror(-ret));
 		return LISM_EXIT_FAIL;
 	}
@@ -733,7 +753,7 @@ int lism_cmd_run(const struct lism_opts *o)
 	}
 	memset(&ctx, 0, sizeof(ctx));
 	pthread_mutex_init(&ctx.lock, NULL);
-	ctx.pin_path = o->pin_path;
+	ctx.pin_path = co->pin_path;
 	ctx.state = RUN_LOADING;
 	ctx.heartbeat = lism_mono_s();
 	ctx.route_entries = -1;
@@ -764,17 +784,17 @@ int lism_cmd_run(const struct lism_opts *o)
 		now = lism_mono_s();
 		beat(&ctx);
 		if (!ready && (ctx.state == RUN_LOADING || now >= ctx.next_attempt)) {
-			if (attempt(o, &ctx, &loaded))
+			if (attempt(co->pin_path, o, &ctx, &loaded))
 				continue; /* idle until ctx.next_attempt */
 			ready = 1;
-			routes_ok = !routes_start(o, &ctx, &routes, &scope_fd);
+			routes_ok = !routes_start(co->pin_path, o->cfg.local_routes, &ctx, &routes, &scope_fd);
 			routes_retry = lism_mono_s() + HEARTBEAT_S;
 			/* the summaries' baseline before the events: an event logged is in the next summary */
 			if (o->log_interval_s)
-				log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);
+				log_summary(co->pin_path, co->json, &prev, &have_prev, &last_summary);
 			/* the BPF programs emit only the events somebody follows (abi.h) */
 			if (o->event_types)
-				follow_events(o->pin_path, &eo, &ev, &follow, 0);
+				follow_events(co->pin_path, &eo, &ev, &follow, 0);
 			printf("lism: running; logging events: %s", types);
 			if (o->log_interval_s)
 				printf(", a summary every %u s\n", o->log_interval_s);
@@ -788,10 +808,10 @@ int lism_cmd_run(const struct lism_opts *o)
 			const char *why;
 
 			last_check = now;
-			if (!healthy(o->pin_path, &why)) {
+			if (!healthy(co->pin_path, &why)) {
 				let_go(&routes, &scope_fd, &ev);
 				ready = 0;
-				lost(&ctx, o->pin_path, why);
+				lost(&ctx, co->pin_path, why);
 				continue;
 			}
 		}
@@ -816,7 +836,7 @@ int lism_cmd_run(const struct lism_opts *o)
 		}
 		now = lism_mono_s();
 		if (ready && o->event_types && !ev)
-			follow_events(o->pin_path, &eo, &ev, &follow, 0);
+			follow_events(co->pin_path, &eo, &ev, &follow, 0);
 		if (ev && (n = lism_events_consume(ev)) < 0) {
 			lism_err("reading the events failed: %s; following them anew", strerror(-n));
 			lism_events_close(ev);
@@ -825,7 +845,7 @@ int lism_cmd_run(const struct lism_opts *o)
 		}
 		/* pods come and go: their routes widen or narrow the scope (a failure: at the next heartbeat) */
 		if (ready && !routes_ok && now >= routes_retry) {
-			routes_ok = !routes_start(o, &ctx, &routes, &scope_fd);
+			routes_ok = !routes_start(co->pin_path, o->cfg.local_routes, &ctx, &routes, &scope_fd);
 			routes_retry = now + HEARTBEAT_S;
 		} else if (routes_ok && routes && p[2].revents) {
 			struct lism_routes_stats st = { 0 };
@@ -842,7 +862,7 @@ int lism_cmd_run(const struct lism_opts *o)
 			}
 		}
 		if (ready && o->log_interval_s && now - last_summary >= o->log_interval_s)
-			log_summary(o->pin_path, o->json, &prev, &have_prev, &last_summary);
+			log_summary(co->pin_path, co->json, &prev, &have_prev, &last_summary);
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
 
@@ -866,16 +886,16 @@ out:
 		close(sfd);
 	fflush(stdout);
 	if (ret == LISM_EXIT_OK && ready && o->unload_on_exit) {
-		ret = lism_cmd_unload(o);
+		struct lism_unload_cfg u = { .timeout_s = o->timeout_s };
+
+		ret = lism_unload_said(co->pin_path, &u);
 	} else if (!started && loaded) {
 		/* it never ran: do not leave behind what this failed start loaded */
-		struct lism_opts u = *o;
+		struct lism_unload_cfg u = { .timeout_s = 0, .force = 1 };
 
-		u.timeout_s = 0;
-		u.force = 1;
-		lism_cmd_unload(&u);
+		lism_unload_said(co->pin_path, &u);
 	} else if (ret == LISM_EXIT_OK && ready) {
-		printf("lism: left loaded at %s (the data path keeps working)\n", o->pin_path);
+		printf("lism: left loaded at %s (the data path keeps working)\n", co->pin_path);
 	} else if (ret == LISM_EXIT_OK) {
 		printf("lism: stopped; lism was not running on this node\n");
 	}

@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "cli.h"
 #include "clock.h"
 #include "device.h"
@@ -335,58 +336,58 @@ void lism_gid_format(const __u8 gid[16], char out[34])
 	}
 }
 
-int lism_cmd_set(const struct lism_opts *o)
+int lism_cmd_set(const struct lism_common_opts *co, const struct lism_set_opts *o)
 {
 	struct lism_instance in;
 	struct lism_device d;
 	int err, ret = LISM_EXIT_OK, lockfd = -1;
 
-	err = lism_instance_open(&in, o->pin_path);
+	err = lism_instance_open(&in, co->pin_path);
 	if (err) {
-		lism_err("no lism instance at %s: %s", o->pin_path, strerror(-err));
+		lism_err("no lism instance at %s: %s", co->pin_path, strerror(-err));
 		return LISM_EXIT_STATE;
 	}
 	/* read-modify-write of the device: not while an unload switches it off */
-	lockfd = lism_pin_lock(o->pin_path);
+	lockfd = lism_pin_lock(co->pin_path);
 	if (lockfd < 0) {
-		lism_pin_lock_failed(o->pin_path, lockfd);
+		lism_pin_lock_failed(co->pin_path, lockfd);
 		ret = LISM_EXIT_STATE;
 		goto out;
 	}
 	err = lism_device_read(&in, &d);
 	if (err || d.layout != LISM_LAYOUT_VERSION) {
-		lism_err("the pins at %s are not of this lism's layout", o->pin_path);
+		lism_err("the pins at %s are not of this lism's layout", co->pin_path);
 		ret = LISM_EXIT_STATE;
 		goto out;
 	}
-	switch (o->set_key) {
+	switch (o->key) {
 	case LISM_SET_ACTIVE:
 		/* a drain of a device an operator switched off leaves it off, not draining */
-		if (o->set_value == LISM_ACTIVE_DRAIN && (d.active || (d.flags & LISM_DEV_F_DRAINING)))
+		if (o->value == LISM_ACTIVE_DRAIN && (d.active || (d.flags & LISM_DEV_F_DRAINING)))
 			d.flags |= LISM_DEV_F_DRAINING;
 		else
 			d.flags &= ~LISM_DEV_F_DRAINING;
-		d.active = o->set_value == 1;
+		d.active = o->value == 1;
 		break;
 	case LISM_SET_MAX_DMBS:
-		if (o->set_value > d.capacity) {
-			lism_err("max-dmbs %u is larger than the DMB table (%u entries)", o->set_value,
+		if (o->value > d.capacity) {
+			lism_err("max-dmbs %u is larger than the DMB table (%u entries)", o->value,
 				 d.capacity);
 			lism_hint("the table size is fixed at load: reload with --max-dmbs %u",
-				  o->set_value);
+				  o->value);
 			ret = LISM_EXIT_USAGE;
 			goto out;
 		}
-		d.max_dmbs = o->set_value;
+		d.max_dmbs = o->value;
 		break;
 	case LISM_SET_CHURN_DETECT:
-		if (o->set_value)
+		if (o->value)
 			d.flags &= ~LISM_DEV_F_NO_CHURN_DETECT;
 		else
 			d.flags |= LISM_DEV_F_NO_CHURN_DETECT;
 		break;
 	case LISM_SET_SENDERS:
-		if (o->set_value)
+		if (o->value)
 			d.flags |= LISM_DEV_F_EAGER_SENDERS;
 		else
 			d.flags &= ~LISM_DEV_F_EAGER_SENDERS;
@@ -401,20 +402,20 @@ int lism_cmd_set(const struct lism_opts *o)
 		ret = LISM_EXIT_FAIL;
 		goto out;
 	}
-	if (o->set_key == LISM_SET_ACTIVE)
+	if (o->key == LISM_SET_ACTIVE)
 		printf("lism: active %s: new connections %s\n",
 		       d.active ? "on" : (d.flags & LISM_DEV_F_DRAINING) ? "off (draining)" : "off",
 		       d.active ? "may use the shortcut" :
 		       (d.flags & LISM_DEV_F_DRAINING) ?
 				  "stay on TCP, existing ones keep theirs, until a lism run adopts the instance" :
 				  "stay on TCP; existing ones keep theirs");
-	else if (o->set_key == LISM_SET_CHURN_DETECT)
-		printf("lism: churn-detect %s: %s\n", o->set_value ? "on" : "off",
-		       o->set_value ? "destinations of short connections may skip the shortcut"
+	else if (o->key == LISM_SET_CHURN_DETECT)
+		printf("lism: churn-detect %s: %s\n", o->value ? "on" : "off",
+		       o->value ? "destinations of short connections may skip the shortcut"
 				    : "every new connection may use the shortcut");
-	else if (o->set_key == LISM_SET_SENDERS)
-		printf("lism: senders %s: %s\n", o->set_value ? "eager" : "adaptive",
-		       o->set_value ? "new connections' sends run the data path from the handshake"
+	else if (o->key == LISM_SET_SENDERS)
+		printf("lism: senders %s: %s\n", o->value ? "eager" : "adaptive",
+		       o->value ? "new connections' sends run the data path from the handshake"
 				    : "new connections' sends run it once data goes both ways or is bulk");
 	else
 		printf("lism: max-dmbs %u\n", d.max_dmbs);

@@ -63,10 +63,6 @@ int lism_percpu_sum(int fd, __u64 *out, unsigned int n);
 /* Zero every entry of a per-CPU u64 array map. */
 int lism_percpu_zero(int fd);
 
-/* lism set active on|off, lism set max-dmbs N */
-struct lism_opts;
-int lism_cmd_set(const struct lism_opts *o);
-
 int lism_gid_generate(__u8 gid[16]);
 /* 32 hex digits, high half then low half, separated by '-' (34 bytes with NUL). */
 void lism_gid_format(const __u8 gid[16], char out[34]);

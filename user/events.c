@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "clock.h"
 #include "conns.h"
 #include "device.h"
@@ -329,7 +330,7 @@ int lism_events_consume(struct lism_events *ev)
 	return n;
 }
 
-int lism_cmd_events(const struct lism_opts *o)
+int lism_cmd_events(const struct lism_common_opts *co, const struct lism_follow_opts *o)
 {
 	struct lism_events *ev;
 	struct pollfd p[2];
@@ -340,11 +341,11 @@ int lism_cmd_events(const struct lism_opts *o)
 		lism_err("signalfd failed: %s", strerror(-sfd));
 		return LISM_EXIT_FAIL;
 	}
-	struct lism_events_opts eo = { .json = o->json, .backlog = o->all_events, .types = o->event_types };
+	struct lism_events_opts eo = { .json = co->json, .backlog = o->all, .types = o->types };
 	struct lism_instance in;
 
 	/* the events' layout is this build's only if the instance's is */
-	if (!lism_instance_open(&in, o->pin_path)) {
+	if (!lism_instance_open(&in, co->pin_path)) {
 		err = lism_layout_check(&in);
 		lism_instance_close(&in);
 		if (err) {
@@ -352,14 +353,14 @@ int lism_cmd_events(const struct lism_opts *o)
 			return err;
 		}
 	}
-	err = lism_events_open(o->pin_path, &eo, stdout, &ev);
+	err = lism_events_open(co->pin_path, &eo, stdout, &ev);
 	if (err) {
-		lism_err("opening the events of %s failed: %s", o->pin_path, strerror(-err));
+		lism_err("opening the events of %s failed: %s", co->pin_path, strerror(-err));
 		if (err == -EBUSY)
 			lism_hint("another reader follows them (lism run --log-events, or another lism events); "
 				  "events go to one reader at a time");
 		if (err == -ENOENT)
-			lism_hint("is lism loaded there? see 'lism status --pin-path %s'", o->pin_path);
+			lism_hint("is lism loaded there? see 'lism status --pin-path %s'", co->pin_path);
 		close(sfd);
 		if (err == -EPERM || err == -EACCES)
 			return LISM_EXIT_ENV; /* privileges */

@@ -45,6 +45,4 @@ int lism_events_fd(const struct lism_events *ev);
 int lism_events_consume(struct lism_events *ev);
 void lism_events_close(struct lism_events *ev);
 
-int lism_cmd_events(const struct lism_opts *o);
-
 #endif

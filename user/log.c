@@ -9,35 +9,16 @@
 static int log_verbose;
 static int log_quiet;
 static FILE *log_capture;
-static char first_err[512];
-static int keeping_first;
 
 void lism_err(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (keeping_first && !first_err[0]) {
-		va_start(ap, fmt);
-		vsnprintf(first_err, sizeof(first_err), fmt, ap);
-		va_end(ap);
-	}
 	fputs("lism: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-}
-
-void lism_err_keep_first(int on)
-{
-	if (on)
-		first_err[0] = '\0';
-	keeping_first = on;
-}
-
-const char *lism_err_first(void)
-{
-	return first_err;
 }
 
 void lism_hint(const char *fmt, ...)

@@ -6,13 +6,6 @@
 
 /* "lism: <message>" on stderr. */
 void lism_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/*
- * From lism_err_keep_first(1) on, the first error's message (without the
- * "lism: ") is kept for lism_err_first(): the daemon's reason for not
- * running, on /healthz and /metrics.  Only the main thread logs errors.
- */
-void lism_err_keep_first(int on);
-const char *lism_err_first(void);
 /* "  hint: <message>" on stderr, after an error: what to do next. */
 void lism_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* libbpf messages: warnings always, everything with -v. */

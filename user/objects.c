@@ -69,32 +69,44 @@ int lism_feature_of_program(const char *prog)
 	return -1;
 }
 
-struct bpf_object *lism_object_open(const struct lism_object *o)
+struct bpf_object *lism_object_open(const struct lism_object *o, const char *pin_path)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = o->name);
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = o->name, .pin_root_path = pin_path);
 	size_t size = 0;
 	const void *elf = o->elf(&size);
+	struct bpf_object *obj = bpf_object__open_mem(elf, size, &opts);
+	struct bpf_map *map;
+	int err;
 
-	return bpf_object__open_mem(elf, size, &opts);
+	if (!obj || pin_path)
+		return obj;
+	/* no instance: maps of its own, never pinned (libbpf's default root is the host's /sys/fs/bpf) */
+	bpf_object__for_each_map(map, obj) {
+		err = bpf_map__set_pin_path(map, NULL);
+		if (err) {
+			bpf_object__close(obj);
+			errno = -err;
+			return NULL;
+		}
+	}
+	return obj;
 }
 
-int lism_object_reuse_pins(struct bpf_object *obj, const char *pin_path)
+int lism_object_configure(struct bpf_object *obj, __u32 entries, __u32 ablate)
 {
+	static const char *const per_dmb[] = {
+		"dmbs", "dmb_owner", "dmb_free", "shortcut", "senders", "sender_queue", "sender_leaves",
+	};
 	struct bpf_map *map;
-	int fd, err;
+	int err;
 
-	bpf_object__for_each_map(map, obj) {
-		if (bpf_map__is_internal(map))
-			continue;
-		fd = lism_pin_open(pin_path, bpf_map__name(map));
-		if (fd < 0)
-			return fd;
-		err = bpf_map__reuse_fd(map, fd);
-		close(fd); /* reuse_fd keeps its own */
-		if (err)
-			return err;
+	for (size_t i = 0; i < sizeof(per_dmb) / sizeof(per_dmb[0]); i++) {
+		map = bpf_object__find_map_by_name(obj, per_dmb[i]);
+		if (map)
+			bpf_map__set_max_entries(map, entries);
 	}
-	return 0;
+	err = lism_object_set_rodata(obj, "lism_ablate", &ablate, sizeof(ablate));
+	return err == -ENOENT && !ablate ? 0 : err;
 }
 
 int lism_object_set_rodata(struct bpf_object *obj, const char *var, const void *val, size_t size)

@@ -270,7 +270,8 @@ static void remove_one(const struct optional *op, const char *pin_path)
 }
 
 /* One optional feature: 0 when it runs, else @st says why not. */
-static int load_one(const struct optional *op, const char *pin_path, struct lism_feature_state *st)
+static int load_one(const struct optional *op, const char *pin_path, __u32 entries, __u32 ablate,
+		    struct lism_feature_state *st)
 {
 	struct lism_load_log log = { 0 };
 	struct bpf_object *obj = NULL;
@@ -279,13 +280,13 @@ static int load_one(const struct optional *op, const char *pin_path, struct lism
 	__u8 reject = (__u8)lism_test_reject(op->feature);
 	int err;
 
-	obj = lism_object_open(lism_object_find(op->object));
+	obj = lism_object_open(lism_object_find(op->object), pin_path);
 	if (!obj) {
 		err = -errno;
 		lism_feature_off(st, LISM_FC_ATTACH, "opening its object failed: %s", strerror(-err));
 		return err;
 	}
-	err = lism_object_reuse_pins(obj, pin_path);
+	err = lism_object_configure(obj, entries, ablate);
 	if (!err && op->prepare)
 		err = op->prepare(obj, pin_path);
 	if (!err)
@@ -334,7 +335,7 @@ out:
 	return err;
 }
 
-void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
+void lism_optional_load(const char *pin_path, __u32 entries, __u32 ablate, const struct lism_probe *probe,
 			struct lism_feature_state st[LISM_F_MAX])
 {
 	for (size_t i = 0; i < sizeof(optionals) / sizeof(optionals[0]); i++) {
@@ -351,7 +352,7 @@ void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
 		 * build's program with it: an instance runs one build's programs or
 		 * none, and a feature recorded off is off.
 		 */
-		if (load_one(op, pin_path, &st[op->feature]))
+		if (load_one(op, pin_path, entries, ablate, &st[op->feature]))
 			remove_one(op, pin_path);
 	}
 }

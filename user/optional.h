@@ -10,6 +10,8 @@
 #ifndef LISM_OPTIONAL_H
 #define LISM_OPTIONAL_H
 
+#include <linux/types.h>
+
 #include "lism/feature.h"
 
 struct lism_probe;
@@ -19,9 +21,10 @@ struct lism_probe;
  * outcome in @st (the caller writes the features map).  At an upgrade each
  * replaces the program of the instance already there; one that cannot is
  * removed with what it set up (an instance runs one build's programs or
- * none, and a feature recorded off is off).
+ * none, and a feature recorded off is off).  @entries: the instance's
+ * capacity and @ablate the bench's ablations (lism_object_configure()).
  */
-void lism_optional_load(const char *pin_path, const struct lism_probe *probe,
+void lism_optional_load(const char *pin_path, __u32 entries, __u32 ablate, const struct lism_probe *probe,
 			struct lism_feature_state st[LISM_F_MAX]);
 
 /* The features only the probe decides (send sizes, BPF stats). */

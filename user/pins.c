@@ -163,14 +163,23 @@ int lism_pin_trylock(const char *dir)
 	return lism_flock(dir, O_DIRECTORY);
 }
 
-void lism_pin_lock_failed(const char *dir, int err)
+int lism_pin_lock_fail(struct lism_error *e, const char *dir, int err)
 {
 	if (err == -EWOULDBLOCK) {
-		lism_err("another lism is loading or unloading at %s", dir);
-		lism_hint("try again once it is done");
+		lism_fail(e, LISM_EXIT_STATE, err, "another lism is loading or unloading at %s", dir);
+		lism_fail_hint(e, "try again once it is done");
 	} else {
-		lism_err("locking the pin directory %s failed: %s", dir, strerror(-err));
+		lism_fail(e, LISM_EXIT_STATE, err, "locking the pin directory %s failed: %s", dir, strerror(-err));
 	}
+	return err;
+}
+
+void lism_pin_lock_failed(const char *dir, int err)
+{
+	struct lism_error e = { 0 };
+
+	lism_pin_lock_fail(&e, dir, err);
+	lism_error_print(&e);
 }
 
 int lism_flock(const char *path, int oflags)

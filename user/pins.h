@@ -19,6 +19,8 @@
 #include <linux/types.h>
 #include <stddef.h>
 
+#include "error.h"
+
 #define LISM_PIN_PROG_SOCKOPS "prog_sockops"
 #define LISM_PIN_PROG_MSG "prog_msg"
 #define LISM_PIN_PROG_ITER "prog_iter_socks"
@@ -69,6 +71,8 @@ int lism_pin_lock(const char *dir);
 int lism_pin_trylock(const char *dir);
 /* Say why lism_pin_lock(@dir) failed with @err: another lism holds it, or the error itself. */
 void lism_pin_lock_failed(const char *dir, int err);
+/* The same said in @e (class STATE); returns @err. */
+int lism_pin_lock_fail(struct lism_error *e, const char *dir, int err);
 /* flock(LOCK_EX | LOCK_NB) on @path opened O_RDONLY | @oflags; the fd (close it to unlock) or -errno (-EWOULDBLOCK: held). */
 int lism_flock(const char *path, int oflags);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "cli.h"
 #include "core_fields.h"
 #include "feature.h"
@@ -155,7 +156,7 @@ static void add_kfunc(const char *name, void *ctx)
 /* Program and map types, iterators, tracepoints, kfuncs and CO-RE references of one object. */
 static int collect_object(struct lism_probe *p, const struct lism_object *o)
 {
-	struct bpf_object *obj = lism_object_open(o);
+	struct bpf_object *obj = lism_object_open(o, NULL);
 	struct lism_core_ref *refs = NULL;
 	struct bpf_program *prog;
 	struct bpf_map *map;
@@ -455,7 +456,7 @@ static int verify_object(const struct lism_object *o, __u32 lacking, struct lism
 
 	memset(r, 0, sizeof(*r));
 	*features = 0;
-	obj = lism_object_open(o);
+	obj = lism_object_open(o, NULL);
 	if (!obj)
 		return -errno;
 	bpf_object__for_each_program(prog, obj) {
@@ -506,7 +507,7 @@ static const char *kind_names[LISM_KR_MAX] = {
 	[LISM_KR_ATTACH] = "attach_type",
 };
 
-int lism_cmd_probe(const struct lism_opts *o)
+int lism_cmd_probe(const struct lism_common_opts *co)
 {
 	struct lism_refusal verdict[LISM_F_MAX];
 	int verified[LISM_F_MAX]; /* 1 verified, 0 refused, -1 not tried */
@@ -537,7 +538,7 @@ int lism_cmd_probe(const struct lism_opts *o)
 		if (lism_feature_info(f)->core && ((p.missing & (1u << f)) || verified[f] == 0))
 			core_ok = 0;
 
-	if (o->json) {
+	if (co->json) {
 		struct json_object *j = json_object_new_object(), *feats = json_object_new_object(),
 				   *reqs = json_object_new_array();
 

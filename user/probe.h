@@ -18,8 +18,6 @@
 #include "core_fields.h"
 #include "lism/feature.h"
 
-struct lism_opts;
-
 enum lism_kreq_kind {
 	LISM_KR_BTF,        /* the kernel's BTF */
 	LISM_KR_PROG,       /* a program type */
@@ -73,7 +71,5 @@ struct lism_helper_req {
 };
 extern const struct lism_helper_req lism_helper_reqs[];
 extern const size_t lism_n_helper_reqs;
-
-int lism_cmd_probe(const struct lism_opts *o);
 
 #endif

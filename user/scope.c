@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lism/abi.h"
+#include "cli.h"
 #include "scope.h"
 
 static int is_mapped(const __u8 *addr, __u32 prefixlen)

@@ -8,7 +8,7 @@
 #ifndef LISM_SCOPE_H
 #define LISM_SCOPE_H
 
-#include "cli.h"
+#include "load.h"
 #include "lism/abi.h"
 
 struct lism_scope_entry {

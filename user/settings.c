@@ -39,7 +39,7 @@ static void apply_flag(struct lism_device *d, __u32 flag, int want, const char *
 	d->flags = want ? d->flags | flag : d->flags & ~flag;
 }
 
-static int reconcile_device(const struct lism_opts *o, const struct lism_instance *in, char *na, size_t len)
+static int reconcile_device(const struct lism_load_cfg *o, const struct lism_instance *in, char *na, size_t len)
 {
 	struct lism_device d;
 	int err = lism_device_read(in, &d);
@@ -89,7 +89,7 @@ static int reconcile_device(const struct lism_opts *o, const struct lism_instanc
 }
 
 /* The ports map as configured: every port's flags, set or cleared. */
-static int reconcile_ports(const struct lism_opts *o, const char *pin_path)
+static int reconcile_ports(const struct lism_load_cfg *o, const char *pin_path)
 {
 	static __u8 want[65536];
 	int fd = lism_pin_open(pin_path, "ports"), err = 0, changed = 0;
@@ -135,7 +135,7 @@ static void say_entry(const char *what, const struct lism_scope_key *k, __u8 v)
  * --local-cidr, --exclude-cidr) made what lism_scope_fill() would write
  * now; the routes' entries (routes.h) are theirs.
  */
-static int reconcile_scope(const struct lism_opts *o, const char *pin_path)
+static int reconcile_scope(const struct lism_load_cfg *o, const char *pin_path)
 {
 	struct lism_scope_entry *want = NULL, *have = NULL;
 	int n_want = 0, n_have = 0, fd, err, add_err = 0;
@@ -182,17 +182,18 @@ static int reconcile_scope(const struct lism_opts *o, const char *pin_path)
 	return err ? err : add_err;
 }
 
-int lism_settings_reconcile(const struct lism_opts *o, char *not_applied, size_t len)
+int lism_settings_reconcile(const char *pin_path, const struct lism_load_cfg *o, char *not_applied,
+			    size_t len)
 {
 	struct lism_instance in;
 	int err, part, lockfd;
 
 	not_applied[0] = '\0';
-	err = lism_instance_open(&in, o->pin_path);
+	err = lism_instance_open(&in, pin_path);
 	if (err)
 		return err;
 	/* read-modify-write of the device and maps: not while a set or an unload runs */
-	lockfd = lism_pin_lock(o->pin_path);
+	lockfd = lism_pin_lock(pin_path);
 	if (lockfd < 0) {
 		lism_instance_close(&in);
 		return lockfd;
@@ -201,12 +202,12 @@ int lism_settings_reconcile(const struct lism_opts *o, char *not_applied, size_t
 	err = reconcile_device(o, &in, not_applied, len);
 	if (err)
 		add_name(not_applied, len, "max_dmbs"); /* the device record kept as it was */
-	part = reconcile_ports(o, o->pin_path);
+	part = reconcile_ports(o, pin_path);
 	if (part) {
 		add_name(not_applied, len, "ports");
 		err = err ? err : part;
 	}
-	part = reconcile_scope(o, o->pin_path);
+	part = reconcile_scope(o, pin_path);
 	if (part) {
 		add_name(not_applied, len, "scope");
 		err = err ? err : part;

@@ -14,10 +14,11 @@
 
 #include <stddef.h>
 
-#include "cli.h"
+#include "load.h"
 
 /* "dmb_size,cgroup" (empty: all applied) into @not_applied; 0 or -errno. */
-int lism_settings_reconcile(const struct lism_opts *o, char *not_applied, size_t len);
+int lism_settings_reconcile(const char *pin_path, const struct lism_load_cfg *cfg, char *not_applied,
+			    size_t len);
 
 /* The names lism_settings_reconcile() may put in @not_applied (the metric's label values). */
 extern const char *const lism_settings_names[];

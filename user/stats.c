@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands.h"
 #include "format.h"
 #include "log.h"
 #include "reason.h"
@@ -173,15 +174,15 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	return o;
 }
 
-int lism_cmd_stats(const struct lism_opts *o)
+int lism_cmd_stats(const struct lism_common_opts *co, const struct lism_stats_opts *o)
 {
 	struct lism_instance in;
 	struct lism_snapshot s;
 	int err;
 
-	err = lism_instance_open(&in, o->pin_path);
+	err = lism_instance_open(&in, co->pin_path);
 	if (err) {
-		lism_err("no lism instance at %s: %s", o->pin_path, strerror(-err));
+		lism_err("no lism instance at %s: %s", co->pin_path, strerror(-err));
 		return LISM_EXIT_STATE;
 	}
 	err = lism_layout_check(&in);
@@ -189,7 +190,7 @@ int lism_cmd_stats(const struct lism_opts *o)
 		lism_instance_close(&in);
 		return err;
 	}
-	if (o->stats_reset) {
+	if (o->reset) {
 		err = lism_percpu_zero(in.stats_fd);
 		if (!err)
 			err = lism_percpu_zero(in.reasons_fd);
@@ -209,7 +210,7 @@ int lism_cmd_stats(const struct lism_opts *o)
 		lism_err("reading the counters failed: %s", strerror(-err));
 		return LISM_EXIT_FAIL;
 	}
-	if (o->json) {
+	if (co->json) {
 		struct json_object *j = lism_stats_json(&s);
 
 		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));

@@ -22,6 +22,4 @@ void lism_hist_label(unsigned int bucket, char *buf, size_t len);
 void lism_stats_print(FILE *f, const struct lism_snapshot *s);
 struct json_object *lism_stats_json(const struct lism_snapshot *s);
 
-int lism_cmd_stats(const struct lism_opts *o);
-
 #endif

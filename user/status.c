@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "commands.h"
 #include "event_types.h"
 #include "feature.h"
 #include "format.h"
@@ -209,7 +210,7 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	return o;
 }
 
-int lism_cmd_status(const struct lism_opts *o)
+int lism_cmd_status(const struct lism_common_opts *co, const struct lism_status_opts *o)
 {
 	struct lism_instance in;
 	struct lism_snapshot s;
@@ -218,26 +219,26 @@ int lism_cmd_status(const struct lism_opts *o)
 	if (o->gone) {
 		struct stat st;
 
-		if (stat(o->pin_path, &st) && errno == ENOENT) {
-			printf("lism: nothing is pinned at %s\n", o->pin_path);
+		if (stat(co->pin_path, &st) && errno == ENOENT) {
+			printf("lism: nothing is pinned at %s\n", co->pin_path);
 			return LISM_EXIT_OK;
 		}
-		lism_err("%s is still there", o->pin_path);
+		lism_err("%s is still there", co->pin_path);
 		return LISM_EXIT_STATE;
 	}
-	err = lism_instance_open(&in, o->pin_path);
+	err = lism_instance_open(&in, co->pin_path);
 	if (err) {
 		if (err == -ENOENT) {
-			lism_err("not loaded (nothing pinned at %s)", o->pin_path);
-			int custom = strcmp(o->pin_path, LISM_DEFAULT_PIN_PATH) != 0;
+			lism_err("not loaded (nothing pinned at %s)", co->pin_path);
+			int custom = strcmp(co->pin_path, LISM_DEFAULT_PIN_PATH) != 0;
 
 			lism_hint("load it with 'lism load%s%s'", custom ? " --pin-path " : "",
-				  custom ? o->pin_path : "");
+				  custom ? co->pin_path : "");
 		} else if (err == -EPROTO) {
-			lism_err("the pins at %s are of another lism layout", o->pin_path);
+			lism_err("the pins at %s are of another lism layout", co->pin_path);
 			lism_hint("read them with the lism build that loaded them");
 		} else {
-			lism_err("opening the pins at %s failed: %s", o->pin_path, strerror(-err));
+			lism_err("opening the pins at %s failed: %s", co->pin_path, strerror(-err));
 			if (err == -EPERM || err == -EACCES)
 				lism_hint("the pins are root-only: run as root");
 		}
@@ -251,16 +252,16 @@ int lism_cmd_status(const struct lism_opts *o)
 	err = lism_snapshot_read(&in, &s);
 	lism_instance_close(&in);
 	if (err) {
-		lism_err("reading the instance at %s failed: %s", o->pin_path, strerror(-err));
+		lism_err("reading the instance at %s failed: %s", co->pin_path, strerror(-err));
 		return LISM_EXIT_FAIL;
 	}
-	if (o->json) {
-		struct json_object *j = lism_status_json(o->pin_path, &s);
+	if (co->json) {
+		struct json_object *j = lism_status_json(co->pin_path, &s);
 
 		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
 		json_object_put(j);
 	} else {
-		lism_status_print(stdout, o->pin_path, &s);
+		lism_status_print(stdout, co->pin_path, &s);
 	}
 	return LISM_EXIT_OK;
 }

@@ -13,6 +13,4 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 /* The same as a JSON object (caller owns it). */
 struct json_object *lism_status_json(const char *pin_path, const struct lism_snapshot *s);
 
-int lism_cmd_status(const struct lism_opts *o);
-
 #endif

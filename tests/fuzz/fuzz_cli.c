@@ -13,6 +13,22 @@
 
 #define MAX_ARGS 32
 
+/* A load configuration within its documented ranges. */
+static void check_cfg(const struct lism_load_cfg *c)
+{
+	if (c->max_dmbs < 1 || c->max_dmbs > LISM_MAX_DMBS_LIMIT || c->dmb_size < LISM_MIN_DMB_SIZE ||
+	    c->dmb_size > LISM_MAX_DMB_SIZE || c->n_local_cidrs > LISM_MAX_CIDRS ||
+	    c->n_exclude_ports > LISM_MAX_PORTS || c->n_include_ports > LISM_MAX_PORTS ||
+	    (c->local_routes != 0 && c->local_routes != 1))
+		abort();
+	for (int i = 0; i < c->n_local_cidrs; i++)
+		if (c->local_cidrs[i].prefixlen > 128)
+			abort();
+	for (int i = 0; i < c->n_exclude_ports; i++)
+		if (!c->exclude_ports[i])
+			abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *copy = malloc(size + 1), *argv[MAX_ARGS + 2] = { "lism" }, err[256];
@@ -28,18 +44,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	argv[argc] = NULL;
 	ret = lism_parse_args(argc, argv, &o, err, sizeof(err));
 	if (ret == LISM_EXIT_OK) {
-		if (o.pin_path[0] != '/' || o.max_dmbs < 1 || o.max_dmbs > LISM_MAX_DMBS_LIMIT ||
-		    o.dmb_size < LISM_MIN_DMB_SIZE || o.dmb_size > LISM_MAX_DMB_SIZE ||
-		    o.n_local_cidrs > LISM_MAX_CIDRS || o.n_exclude_ports > LISM_MAX_PORTS ||
-		    o.n_include_ports > LISM_MAX_PORTS || o.timeout_s > 86400 ||
-		    (o.local_routes != 0 && o.local_routes != 1))
+		if (o.c.pin_path[0] != '/')
 			abort();
-		for (int i = 0; i < o.n_local_cidrs; i++)
-			if (o.local_cidrs[i].prefixlen > 128)
-				abort();
-		for (int i = 0; i < o.n_exclude_ports; i++)
-			if (!o.exclude_ports[i])
-				abort();
+		if (o.cmd == LISM_CMD_LOAD || o.cmd == LISM_CMD_RUN)
+			check_cfg(o.cmd == LISM_CMD_LOAD ? &o.load.cfg : &o.run.cfg);
+		if ((o.cmd == LISM_CMD_UNLOAD && o.unload.timeout_s > 86400) ||
+		    (o.cmd == LISM_CMD_RUN && o.run.timeout_s > 86400))
+			abort();
 	} else if (ret != LISM_EXIT_USAGE || !err[0]) {
 		abort();
 	}

@@ -25,10 +25,14 @@ static void setup(void)
 {
 	struct lism_device d = { .max_dmbs = CAP, .capacity = CAP, .dmb_size = 1 << 20, .active = 1 };
 	__u32 zero = 0;
+	struct bpf_map *map;
 
 	require_root();
 	skel = dmb_test__open();
 	cr_assert_not_null(skel);
+	/* maps of its own: lism.bpf.h pins by name, by default under the host's /sys/fs/bpf */
+	bpf_object__for_each_map(map, skel->obj)
+		cr_assert_eq(bpf_map__set_pin_path(map, NULL), 0);
 	bpf_map__set_max_entries(skel->maps.dmbs, CAP);
 	bpf_map__set_max_entries(skel->maps.dmb_owner, CAP);
 	bpf_map__set_max_entries(skel->maps.dmb_free, CAP);

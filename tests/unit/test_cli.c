@@ -32,11 +32,15 @@ Test(cli, defaults)
 
 	cr_assert_eq(parse("load", &o, err), LISM_EXIT_OK, "%s", err);
 	cr_assert_eq(o.cmd, LISM_CMD_LOAD);
-	cr_assert_str_eq(o.pin_path, "/sys/fs/bpf/lism");
-	cr_assert_str_eq(o.cgroup, "");
-	cr_assert_eq(o.max_dmbs, 5000);
-	cr_assert_eq(o.dmb_size, 4 << 20);
-	cr_assert_eq(o.timeout_s, 30);
+	cr_assert_str_eq(o.c.pin_path, "/sys/fs/bpf/lism");
+	cr_assert_str_eq(o.load.cfg.cgroup, "");
+	cr_assert_eq(o.load.cfg.max_dmbs, 5000);
+	cr_assert_eq(o.load.cfg.dmb_size, 4 << 20);
+	cr_assert_eq(parse("unload", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.unload.timeout_s, 30);
+	cr_assert_eq(parse("run", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.run.timeout_s, 30, "--unload-on-exit's wait");
+	cr_assert_eq(o.run.cfg.max_dmbs, 5000);
 }
 
 Test(cli, load_options)
@@ -49,41 +53,41 @@ Test(cli, load_options)
 			   "--no-stream-detect",
 			   &o, err),
 		     LISM_EXIT_OK, "%s", err);
-	cr_assert_str_eq(o.cgroup, "/sys/fs/cgroup/x");
-	cr_assert_str_eq(o.pin_path, "/sys/fs/bpf/t");
-	cr_assert_eq(o.max_dmbs, 7);
-	cr_assert_eq(o.dmb_size, 64 << 10);
-	cr_assert_eq(o.n_local_cidrs, 2);
-	cr_assert_eq(o.local_cidrs[0].prefixlen, 96 + 8);
+	cr_assert_str_eq(o.run.cfg.cgroup, "/sys/fs/cgroup/x");
+	cr_assert_str_eq(o.c.pin_path, "/sys/fs/bpf/t");
+	cr_assert_eq(o.run.cfg.max_dmbs, 7);
+	cr_assert_eq(o.run.cfg.dmb_size, 64 << 10);
+	cr_assert_eq(o.run.cfg.n_local_cidrs, 2);
+	cr_assert_eq(o.run.cfg.local_cidrs[0].prefixlen, 96 + 8);
 	struct lism_opts x;
 
 	cr_assert_eq(parse("load --exclude-cidr 10.1.0.0/16 --exclude-cidr 127.0.0.2", &x, err), LISM_EXIT_OK,
 		     "%s", err);
-	cr_assert_eq(x.n_exclude_cidrs, 2);
-	cr_assert_eq(x.exclude_cidrs[1].prefixlen, 128);
-	cr_assert_eq(o.local_cidrs[1].prefixlen, 64);
-	cr_assert(o.allow_blocking);
-	cr_assert(o.no_stream_detect);
-	cr_assert_not(o.no_churn_detect);
-	cr_assert_eq(o.churn_window_ms, LISM_CHURN_WINDOW_MS, "the default");
-	cr_assert_not(o.eager_senders, "senders join after a reply by default");
+	cr_assert_eq(x.load.cfg.n_exclude_cidrs, 2);
+	cr_assert_eq(x.load.cfg.exclude_cidrs[1].prefixlen, 128);
+	cr_assert_eq(o.run.cfg.local_cidrs[1].prefixlen, 64);
+	cr_assert(o.run.cfg.allow_blocking);
+	cr_assert(o.run.cfg.no_stream_detect);
+	cr_assert_not(o.run.cfg.no_churn_detect);
+	cr_assert_eq(o.run.cfg.churn_window_ms, LISM_CHURN_WINDOW_MS, "the default");
+	cr_assert_not(o.run.cfg.eager_senders, "senders join after a reply by default");
 	cr_assert_eq(parse("run --eager-senders", &x, err), LISM_EXIT_OK, "%s", err);
-	cr_assert(x.eager_senders);
+	cr_assert(x.run.cfg.eager_senders);
 	cr_assert_neq(parse("stats --eager-senders", &x, err), LISM_EXIT_OK, "a load option only");
 	cr_assert_eq(parse("run --senders=eager", &x, err), LISM_EXIT_OK, "%s", err);
-	cr_assert(x.eager_senders, "--senders eager is --eager-senders");
+	cr_assert(x.run.cfg.eager_senders, "--senders eager is --eager-senders");
 	cr_assert_eq(parse("run --eager-senders --senders adaptive", &x, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_not(x.eager_senders, "the last one counts");
+	cr_assert_not(x.run.cfg.eager_senders, "the last one counts");
 	cr_assert_neq(parse("load --senders lazy", &x, err), LISM_EXIT_OK);
 	cr_assert(strstr(err, "adaptive or eager"), "%s", err);
 	cr_assert_neq(parse("load --senders=", &x, err), LISM_EXIT_OK, "an empty ConfigMap value");
 	cr_assert_neq(parse("conns --senders eager", &x, err), LISM_EXIT_OK, "a load option only");
 	cr_assert_eq(parse("run --no-churn-detect --churn-window 250", &x, err), LISM_EXIT_OK, "%s", err);
-	cr_assert(x.no_churn_detect);
-	cr_assert_eq(x.churn_window_ms, 250);
+	cr_assert(x.run.cfg.no_churn_detect);
+	cr_assert_eq(x.run.cfg.churn_window_ms, 250);
 	cr_assert_eq(parse("load --churn-window 0", &x, err), LISM_EXIT_OK, "%s", err);
-	cr_assert(x.no_churn_detect, "0 switches it off");
-	cr_assert_eq(x.churn_window_ms, LISM_CHURN_WINDOW_MS, "for a later 'set churn-detect on'");
+	cr_assert(x.load.cfg.no_churn_detect, "0 switches it off");
+	cr_assert_eq(x.load.cfg.churn_window_ms, LISM_CHURN_WINDOW_MS, "for a later 'set churn-detect on'");
 	cr_assert_neq(parse("load --churn-window x", &x, err), LISM_EXIT_OK);
 	cr_assert_neq(parse("load --churn-window 60001", &x, err), LISM_EXIT_OK);
 	cr_assert_neq(parse("status --churn-window 5", &x, err), LISM_EXIT_OK, "a load option");
@@ -95,47 +99,47 @@ Test(cli, operator_commands)
 	char err[256];
 
 	cr_assert_eq(parse("set active off", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.set_key, LISM_SET_ACTIVE);
-	cr_assert_eq(o.set_value, 0);
+	cr_assert_eq(o.set.key, LISM_SET_ACTIVE);
+	cr_assert_eq(o.set.value, 0);
 	cr_assert_eq(parse("set active drain", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.set_key, LISM_SET_ACTIVE);
-	cr_assert_eq(o.set_value, LISM_ACTIVE_DRAIN);
+	cr_assert_eq(o.set.key, LISM_SET_ACTIVE);
+	cr_assert_eq(o.set.value, LISM_ACTIVE_DRAIN);
 	cr_assert_eq(parse("set max-dmbs 64 --pin-path /sys/fs/bpf/x", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.set_key, LISM_SET_MAX_DMBS);
-	cr_assert_eq(o.set_value, 64);
+	cr_assert_eq(o.set.key, LISM_SET_MAX_DMBS);
+	cr_assert_eq(o.set.value, 64);
 	cr_assert_eq(parse("set churn-detect off", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.set_key, LISM_SET_CHURN_DETECT);
-	cr_assert_eq(o.set_value, 0);
+	cr_assert_eq(o.set.key, LISM_SET_CHURN_DETECT);
+	cr_assert_eq(o.set.value, 0);
 	cr_assert_eq(parse("set churn-detect on", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.set_value, 1);
+	cr_assert_eq(o.set.value, 1);
 	cr_assert_neq(parse("set churn-detect maybe", &o, err), LISM_EXIT_OK);
 	cr_assert(strstr(err, "churn-detect"), "%s", err);
 	cr_assert_eq(parse("set senders eager", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.set_key, LISM_SET_SENDERS);
-	cr_assert_eq(o.set_value, 1);
+	cr_assert_eq(o.set.key, LISM_SET_SENDERS);
+	cr_assert_eq(o.set.value, 1);
 	cr_assert_eq(parse("set senders adaptive", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.set_value, 0);
+	cr_assert_eq(o.set.value, 0);
 	cr_assert_neq(parse("set senders on", &o, err), LISM_EXIT_OK);
 	cr_assert(strstr(err, "adaptive or eager"), "%s", err);
 	cr_assert_eq(parse("stats reset", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert(o.stats_reset);
+	cr_assert(o.stats.reset);
 	cr_assert_eq(parse("stats -j", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_not(o.stats_reset);
+	cr_assert_not(o.stats.reset);
 	cr_assert_eq(parse("conns -w --port 80 --state close-wait --mode tcp -j", &o, err), LISM_EXIT_OK,
 		     "%s", err);
-	cr_assert(o.wide && o.json);
-	cr_assert_eq(o.filter_port, 80);
-	cr_assert_eq(o.filter_state, 8 + 1);
-	cr_assert_eq(o.filter_mode, LISM_MODE_TCP);
+	cr_assert(o.conns.wide && o.c.json);
+	cr_assert_eq(o.conns.port, 80);
+	cr_assert_eq(o.conns.state, 8 + 1);
+	cr_assert_eq(o.conns.mode, LISM_MODE_TCP);
 	cr_assert_eq(parse("events -j --all", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert(o.all_events);
+	cr_assert(o.events.all);
 	cr_assert_eq(parse("run --metrics-addr [::1]:9000 --unload-on-exit --max-dmbs 9", &o, err),
 		     LISM_EXIT_OK, "%s", err);
-	cr_assert_str_eq(o.metrics_addr, "[::1]:9000");
-	cr_assert(o.unload_on_exit);
-	cr_assert_eq(o.max_dmbs, 9);
+	cr_assert_str_eq(o.run.metrics_addr, "[::1]:9000");
+	cr_assert(o.run.unload_on_exit);
+	cr_assert_eq(o.run.cfg.max_dmbs, 9);
 	cr_assert_eq(parse("run", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_str_eq(o.metrics_addr, "127.0.0.1:19435");
+	cr_assert_str_eq(o.run.metrics_addr, "127.0.0.1:19435");
 }
 
 /* --local-routes on|off: load and run only, a value (a ConfigMap's), off by default. */
@@ -145,14 +149,14 @@ Test(cli, local_routes)
 	char err[256];
 
 	cr_assert_eq(parse("load", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_not(o.local_routes, "off by default");
+	cr_assert_not(o.load.cfg.local_routes, "off by default");
 	cr_assert_eq(parse("load --local-routes on", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert(o.local_routes);
+	cr_assert(o.load.cfg.local_routes);
 	cr_assert_eq(parse("run --local-routes=on --local-routes off", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_not(o.local_routes, "the last one counts");
+	cr_assert_not(o.run.cfg.local_routes, "the last one counts");
 	cr_assert_eq(parse("run --local-routes=on --local-cidr 10.96.0.0/12", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert(o.local_routes);
-	cr_assert_eq(o.n_local_cidrs, 1, "with --local-cidr beside it");
+	cr_assert(o.run.cfg.local_routes);
+	cr_assert_eq(o.run.cfg.n_local_cidrs, 1, "with --local-cidr beside it");
 	cr_assert_neq(parse("load --local-routes yes", &o, err), LISM_EXIT_OK);
 	cr_assert(strstr(err, "not on or off"), "%s", err);
 	cr_assert_neq(parse("load --local-routes=", &o, err), LISM_EXIT_OK, "an empty ConfigMap value");
@@ -169,10 +173,10 @@ Test(cli, port_policy)
 
 	cr_assert_eq(parse("load --exclude-port 443 --exclude-port 8443 --include-port 80", &o, err),
 		     LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.n_exclude_ports, 2);
-	cr_assert_eq(o.exclude_ports[1], 8443);
-	cr_assert_eq(o.n_include_ports, 1);
-	cr_assert_eq(o.include_ports[0], 80);
+	cr_assert_eq(o.load.cfg.n_exclude_ports, 2);
+	cr_assert_eq(o.load.cfg.exclude_ports[1], 8443);
+	cr_assert_eq(o.load.cfg.n_include_ports, 1);
+	cr_assert_eq(o.load.cfg.include_ports[0], 80);
 }
 
 /* Lists, so that one ConfigMap value can carry several; an empty value carries none. */
@@ -185,18 +189,18 @@ Test(cli, comma_separated_lists)
 			   "--exclude-port 443,8443 --exclude-port 9000 --exclude-cidr 10.244.9.0/24,10.1.2.3",
 			   &o, err),
 		     LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.n_local_cidrs, 3);
-	cr_assert_eq(o.local_cidrs[1].prefixlen, 96 + 12);
-	cr_assert_eq(o.local_cidrs[2].prefixlen, 64);
-	cr_assert_eq(o.n_exclude_ports, 3);
-	cr_assert_eq(o.exclude_ports[0], 443);
-	cr_assert_eq(o.exclude_ports[1], 8443);
-	cr_assert_eq(o.exclude_ports[2], 9000);
-	cr_assert_eq(o.n_exclude_cidrs, 2);
-	cr_assert_eq(o.exclude_cidrs[1].prefixlen, 128);
+	cr_assert_eq(o.load.cfg.n_local_cidrs, 3);
+	cr_assert_eq(o.load.cfg.local_cidrs[1].prefixlen, 96 + 12);
+	cr_assert_eq(o.load.cfg.local_cidrs[2].prefixlen, 64);
+	cr_assert_eq(o.load.cfg.n_exclude_ports, 3);
+	cr_assert_eq(o.load.cfg.exclude_ports[0], 443);
+	cr_assert_eq(o.load.cfg.exclude_ports[1], 8443);
+	cr_assert_eq(o.load.cfg.exclude_ports[2], 9000);
+	cr_assert_eq(o.load.cfg.n_exclude_cidrs, 2);
+	cr_assert_eq(o.load.cfg.exclude_cidrs[1].prefixlen, 128);
 	cr_assert_eq(parse("load --exclude-port= --local-cidr=", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.n_exclude_ports, 0);
-	cr_assert_eq(o.n_local_cidrs, 0);
+	cr_assert_eq(o.load.cfg.n_exclude_ports, 0);
+	cr_assert_eq(o.load.cfg.n_local_cidrs, 0);
 }
 
 Test(cli, equals_form_and_short_options)
@@ -205,11 +209,11 @@ Test(cli, equals_form_and_short_options)
 	char err[256];
 
 	cr_assert_eq(parse("status --pin-path=/sys/fs/bpf/x -j", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_str_eq(o.pin_path, "/sys/fs/bpf/x");
-	cr_assert(o.json);
+	cr_assert_str_eq(o.c.pin_path, "/sys/fs/bpf/x");
+	cr_assert(o.c.json);
 	cr_assert_eq(parse("unload --timeout=0 --force", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.timeout_s, 0);
-	cr_assert(o.force);
+	cr_assert_eq(o.unload.timeout_s, 0);
+	cr_assert(o.unload.force);
 }
 
 /* Every invalid line must be refused with a usage error naming the problem. */
@@ -345,18 +349,18 @@ Test(cli, event_types_and_the_daemons_log)
 	char err[256];
 
 	cr_assert_eq(parse("run", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.event_types, 0u, "the daemon logs a summary, no event (lism events may follow them)");
-	cr_assert_eq(o.log_interval_s, LISM_DEFAULT_LOG_INTERVAL);
+	cr_assert_eq(o.run.event_types, 0u, "the daemon logs a summary, no event (lism events may follow them)");
+	cr_assert_eq(o.run.log_interval_s, LISM_DEFAULT_LOG_INTERVAL);
 	cr_assert_eq(parse("run --log-events all --log-interval 0", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.event_types, LISM_EV_ALL);
-	cr_assert_eq(o.log_interval_s, 0u);
+	cr_assert_eq(o.run.event_types, LISM_EV_ALL);
+	cr_assert_eq(o.run.log_interval_s, 0u);
 	cr_assert_eq(parse("run --log-events none --log-interval 5", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.event_types, 0u);
-	cr_assert_eq(o.log_interval_s, 5u);
+	cr_assert_eq(o.run.event_types, 0u);
+	cr_assert_eq(o.run.log_interval_s, 5u);
 	cr_assert_eq(parse("events", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.event_types, LISM_EV_ALL, "lism events follows everything");
+	cr_assert_eq(o.events.types, LISM_EV_ALL, "lism events follows everything");
 	cr_assert_eq(parse("events --type fallback,abort", &o, err), LISM_EXIT_OK, "%s", err);
-	cr_assert_eq(o.event_types, LISM_EV_TYPE(LISM_EV_FALLBACK) | LISM_EV_TYPE(LISM_EV_ABORT));
+	cr_assert_eq(o.events.types, LISM_EV_TYPE(LISM_EV_FALLBACK) | LISM_EV_TYPE(LISM_EV_ABORT));
 
 	cr_assert_eq(parse("events --type none", &o, err), LISM_EXIT_USAGE);
 	cr_assert(strstr(err, "nothing to follow"), "%s", err);

@@ -53,7 +53,7 @@ Test(feature, every_program_built_belongs_to_one_feature)
 	int seen[LISM_F_MAX] = { 0 };
 
 	for (size_t i = 0; i < lism_n_objects; i++) {
-		struct bpf_object *obj = lism_object_open(&lism_objects[i]);
+		struct bpf_object *obj = lism_object_open(&lism_objects[i], NULL);
 		struct bpf_program *p;
 
 		cr_assert_not_null(obj, "object %s", lism_objects[i].name);

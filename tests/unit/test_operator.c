@@ -255,23 +255,23 @@ Test(events, time_of_day_per_event)
 Test(conns, filters)
 {
 	struct lism_conn c = shortcut_conn();
-	struct lism_opts o = { 0 };
+	struct lism_conns_opts o = { 0 };
 
 	cr_assert(lism_conn_matches(&c, &o));
-	o.filter_port = 8080;
+	o.port = 8080;
 	cr_assert(lism_conn_matches(&c, &o), "peer port matches");
-	o.filter_port = 43210;
+	o.port = 43210;
 	cr_assert(lism_conn_matches(&c, &o), "local port matches");
-	o.filter_port = 9;
+	o.port = 9;
 	cr_assert_not(lism_conn_matches(&c, &o));
-	o.filter_port = 0;
-	o.filter_mode = LISM_MODE_TCP;
+	o.port = 0;
+	o.mode = LISM_MODE_TCP;
 	cr_assert_not(lism_conn_matches(&c, &o));
-	o.filter_mode = LISM_MODE_SHORTCUT;
+	o.mode = LISM_MODE_SHORTCUT;
 	cr_assert(lism_conn_matches(&c, &o));
-	o.filter_state = lism_tcp_state_code("close-wait") + 1;
+	o.state = lism_tcp_state_code("close-wait") + 1;
 	cr_assert_not(lism_conn_matches(&c, &o));
-	o.filter_state = lism_tcp_state_code("ESTAB") + 1;
+	o.state = lism_tcp_state_code("ESTAB") + 1;
 	cr_assert(lism_conn_matches(&c, &o));
 }
 

@@ -30,7 +30,7 @@ struct object_view {
 
 static void view(const struct lism_object *o, struct object_view *v)
 {
-	struct bpf_object *obj = lism_object_open(o);
+	struct bpf_object *obj = lism_object_open(o, NULL);
 	struct bpf_program *p;
 
 	memset(v, 0, sizeof(*v));
