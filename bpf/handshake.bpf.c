@@ -19,7 +19,6 @@
  */
 #include "policy.bpf.h"
 #include "sender.bpf.h"
-#include "storage.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -158,20 +157,6 @@ static __always_inline void set_owner(struct bpf_sock_ops *s, struct lism_dmb *e
 	e->cookie = bpf_get_socket_cookie(s);
 }
 
-/*
- * One lism per socket.  A cgroup's programs run before its parent's, so an
- * instance attached nearer the socket (a pod's, a test's, under a node-wide
- * one) has seen it first and made its storage: that instance owns it, and
- * this one leaves its option, callbacks and maps alone.
- */
-static __noinline int nested_owner(__u64 sk, __u32 own_socks)
-{
-	/* a kernel that lays storage out otherwise loses only this check, not the handshake */
-	if (!STORAGE_READABLE())
-		return 0;
-	return storage_find((const struct sock *)sk, own_socks, STORAGE_OTHER_LISM) != 0;
-}
-
 /* The socket's kernel address as a plain number (probe reads take it; the verifier's pointer would not). */
 static __always_inline __u64 sock_addr(struct bpf_sock_ops *s)
 {
@@ -193,7 +178,7 @@ static void on_connect(struct bpf_sock_ops *s)
 	sockops_remote(s, &r);
 	if (!policy_in_scope(&r))
 		return; /* not a candidate: no state, no option on the wire */
-	if (nested_owner(sock_addr(s), d->socks_id)) {
+	if (policy_nested(sock_addr(s), d->socks_id)) {
 		reason_count(LISM_R_NESTED);
 		return;
 	}
@@ -217,8 +202,10 @@ static void on_connect(struct bpf_sock_ops *s)
 	st->sent = 0;
 	st->flags = 0;
 	st->sender = LISM_SND_NONE;
-	why = policy_decline(d, sockops_rport(s),
-			     sock_nonblocking((const struct sock *)bpf_skc_to_tcp_sock(sk)));
+	why = policy_decline(d, sockops_rport(s));
+	if (why == LISM_R_NONE)
+		why = policy_decline_blocking(d, sock_nonblocking((const struct sock *)
+								    bpf_skc_to_tcp_sock(sk)));
 	if (why != LISM_R_NONE) {
 		sk_fallback(s, st, NULL, why);
 		return;
@@ -295,7 +282,9 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 	if (!claim || se->state != LISM_ST_PROPOSED)
 		return 0;
 	/* Declines are written into the client's entry: it is on this kernel. */
-	why = policy_decline(d, s->local_port, request_listener_nonblocking(s));
+	why = policy_decline(d, s->local_port);
+	if (why == LISM_R_NONE)
+		why = policy_decline_blocking(d, request_listener_nonblocking(s));
 	if (why != LISM_R_NONE) {
 		se->peer_reason = why;
 		return 0;
@@ -647,7 +636,7 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	struct addr6 r;
 	int joined;
 
-	if (!d || !sk || nested_owner(sock_addr(s), d->socks_id))
+	if (!d || !sk || policy_nested(sock_addr(s), d->socks_id))
 		return;
 	/* Inherited from the listener; only a member keeps it (below). */
 	cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);

@@ -50,7 +50,7 @@ const volatile __u32 lism_ablate = 0;
  * (the loader opens each object with that directory as pin_root_path, so
  * a load creates the pins and an upgrade and the optional objects reuse
  * them).  Sizes here are placeholders: the loader sets them from
- * --max-dmbs (lism_object_size()).
+ * --max-dmbs (lism_object_configure()).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

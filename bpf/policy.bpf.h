@@ -12,16 +12,17 @@
  *   6. a blocking socket (unless --allow-blocking)              blocking
  *
  * The active end asks all six at connect(), the passive end 4-6 for the
- * SYN it answers (policy_decline()).  2 reads the socket's storages
- * (storage.bpf.h), the handshake asks it between 1 and 3.  After
- * engagement, which members' sends run the data path is the sender rules'
- * (sender.h), and which sends of a sender take the shortcut the stream
- * rules' (stream.h).  docs/semantics.md says the same for users.
+ * SYN it answers (policy_decline(), then policy_decline_blocking()), and
+ * 2 again once established.  After engagement, which members' sends run
+ * the data path is the sender rules' (sender.h), and which sends of a
+ * sender take the shortcut the stream rules' (stream.h).
+ * docs/semantics.md says the same for users.
  */
 #ifndef LISM_POLICY_BPF_H
 #define LISM_POLICY_BPF_H
 
 #include "addr.bpf.h"
+#include "storage.bpf.h"
 
 /* 1: the option goes only toward destinations that can be on this host. */
 static __always_inline int policy_in_scope(const struct addr6 *a)
@@ -32,6 +33,20 @@ static __always_inline int policy_in_scope(const struct addr6 *a)
 	__builtin_memcpy(k.addr, a->w, 16);
 	v = bpf_map_lookup_elem(&scope, &k);
 	return v && (*v & LISM_SCOPE_LOCAL); /* LOCAL or ROUTE (abi.h); EXCLUDE is not */
+}
+
+/*
+ * 2: one lism per socket.  A cgroup's programs run before its parent's, so an
+ * instance attached nearer the socket (a pod's, a test's, under a node-wide
+ * one) has seen it first and made its storage: that instance owns it, and
+ * this one leaves its option, callbacks and maps alone.
+ */
+static __noinline int policy_nested(__u64 sk, __u32 own_socks)
+{
+	/* a kernel that lays storage out otherwise loses only this check, not the handshake */
+	if (!STORAGE_READABLE())
+		return 0;
+	return storage_find((const struct sock *)sk, own_socks, STORAGE_OTHER_LISM) != 0;
 }
 
 static __always_inline void churn_key(struct bpf_sock_ops *s, const struct addr6 *r,
@@ -107,16 +122,20 @@ static __always_inline int policy_port_allowed(const struct lism_device *d, __u3
 }
 
 
-/* 4-6: the reason a connection end to server port @port declines, or LISM_R_NONE. */
-static __always_inline __u8 policy_decline(const struct lism_device *d, __u32 port, int nonblocking)
+/* 4-5: the reason a connection end to server port @port declines, or LISM_R_NONE. */
+static __always_inline __u8 policy_decline(const struct lism_device *d, __u32 port)
 {
 	if (!d->active)
 		return LISM_R_INACTIVE;
 	if (!policy_port_allowed(d, port))
 		return LISM_R_POLICY;
-	if (!nonblocking && !(d->flags & LISM_DEV_F_ALLOW_BLOCKING))
-		return LISM_R_BLOCKING;
 	return LISM_R_NONE;
+}
+
+/* 6, asked after 4-5 pass: reading @nonblocking (the socket's file, probe reads) is the dearest. */
+static __always_inline __u8 policy_decline_blocking(const struct lism_device *d, int nonblocking)
+{
+	return nonblocking || (d->flags & LISM_DEV_F_ALLOW_BLOCKING) ? LISM_R_NONE : LISM_R_BLOCKING;
 }
 
 #endif

@@ -51,7 +51,7 @@ static void note_send_limits(void)
 }
 
 /* One line per feature that does not run (status shows them too), and what else came up. */
-static void say_features(const struct lism_load_info *info, const char *what)
+static void say_features(const struct lism_load_info *info)
 {
 	char line[1024];
 
@@ -70,6 +70,14 @@ static void say_features(const struct lism_load_info *info, const char *what)
 		lism_ablate_format(info->ablated, names, sizeof(names));
 		printf("lism: note: LISM_ABLATE: switched off for a bench: %s\n", names);
 	}
+	fflush(stdout);
+}
+
+/* What a load or an upgrade did on its way, whether it succeeded or not. */
+void lism_say_aside(const struct lism_load_info *info, const char *what)
+{
+	if (info->mounted_bpffs)
+		printf("lism: mounted bpffs at /sys/fs/bpf\n");
 	if (info->stop_signal)
 		fprintf(stderr, "lism: %s arrived during the %s, which finished first\n",
 			strsignal(info->stop_signal), what);
@@ -78,11 +86,9 @@ static void say_features(const struct lism_load_info *info, const char *what)
 
 void lism_say_loaded(const char *pin_path, const struct lism_load_cfg *cfg, const struct lism_load_info *info)
 {
-	if (info->mounted_bpffs)
-		printf("lism: mounted bpffs at /sys/fs/bpf\n");
 	printf("lism: loaded at %s, attached to cgroup %s (%u DMBs of %u KiB, %d scope entries)\n", pin_path,
 	       info->cgroup, cfg->max_dmbs, cfg->dmb_size >> 10, info->scope_entries);
-	say_features(info, "load");
+	say_features(info);
 	note_send_limits();
 	lism_bpf_stats_note(stdout, lism_bpf_stats_sysctl());
 }
@@ -90,23 +96,28 @@ void lism_say_loaded(const char *pin_path, const struct lism_load_cfg *cfg, cons
 void lism_say_upgraded(const char *pin_path, const struct lism_load_info *info)
 {
 	printf("lism: upgraded the programs at %s (state, settings and connections kept)\n", pin_path);
-	say_features(info, "upgrade");
+	say_features(info);
 }
 
 int lism_cmd_load(const struct lism_common_opts *co, const struct lism_load_opts *o)
 {
+	struct lism_load_info info = { 0 };
 	struct lism_error e = { 0 };
-	struct lism_load_info info;
+	int err, mounted = 0;
 
-	if (o->upgrade) {
-		if (lism_upgrade(co->pin_path, &info, &e))
-			return lism_error_print(&e);
-		lism_say_upgraded(co->pin_path, &info);
-		return LISM_EXIT_OK;
-	}
-	if (lism_load(co->pin_path, &o->cfg, &info, &e))
+	/* an upgrade needs no cgroup, so only --mount-bpffs asks for the mount */
+	if (o->upgrade && o->cfg.mount_bpffs && lism_mount_bpffs(co->pin_path, &mounted, &e))
 		return lism_error_print(&e);
-	lism_say_loaded(co->pin_path, &o->cfg, &info);
+	if (mounted)
+		printf("lism: mounted bpffs at /sys/fs/bpf\n");
+	err = o->upgrade ? lism_upgrade(co->pin_path, &info, &e) : lism_load(co->pin_path, &o->cfg, &info, &e);
+	lism_say_aside(&info, o->upgrade ? "upgrade" : "load");
+	if (err)
+		return lism_error_print(&e);
+	if (o->upgrade)
+		lism_say_upgraded(co->pin_path, &info);
+	else
+		lism_say_loaded(co->pin_path, &o->cfg, &info);
 	return LISM_EXIT_OK;
 }
 

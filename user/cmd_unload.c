@@ -23,16 +23,18 @@ int lism_unload_said(const char *pin_path, const struct lism_unload_cfg *cfg)
 	struct lism_unload_cfg c = *cfg;
 	struct lism_unload_info info;
 	struct lism_error e = { 0 };
+	int err;
 
 	if (!c.waiting)
 		c.waiting = waiting;
-	if (lism_unload(pin_path, &c, &info, &e))
+	err = lism_unload(pin_path, &c, &info, &e);
+	if (info.forced)
+		fprintf(stderr, "lism: --force: removing with %u sockets still in the shortcut; bytes they have "
+				"not read yet are lost\n", info.forced_sockets);
+	if (err)
 		return lism_error_print(&e);
 	if (info.unfinished)
 		printf("lism: %s held the pins of a load that did not finish: removed them\n", pin_path);
-	if (info.forced)
-		fprintf(stderr, "lism: --force: removed with %u sockets still in the shortcut; bytes they had "
-				"not read yet are lost\n", info.forced_sockets);
 	printf("lism: unloaded from %s\n", pin_path);
 	return LISM_EXIT_OK;
 }

@@ -29,6 +29,8 @@ int lism_cmd_probe(const struct lism_common_opts *co);
  */
 void lism_say_loaded(const char *pin_path, const struct lism_load_cfg *cfg, const struct lism_load_info *info);
 void lism_say_upgraded(const char *pin_path, const struct lism_load_info *info);
+/* What it did on its way, also when it failed: a bpffs it mounted, a stop signal it held off. */
+void lism_say_aside(const struct lism_load_info *info, const char *what);
 /* lism unload's progress and outcome, on standard output and standard error. */
 int lism_unload_said(const char *pin_path, const struct lism_unload_cfg *cfg);
 

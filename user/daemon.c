@@ -340,6 +340,7 @@ static int load_fresh(const char *pin_path, const struct lism_run_opts *o, int *
 	int err = lism_load(pin_path, &o->cfg, &info, e);
 
 	*loaded = !err;
+	lism_say_aside(&info, "load");
 	if (!err)
 		lism_say_loaded(pin_path, &o->cfg, &info);
 	return err;
@@ -354,8 +355,10 @@ static void upgrade_adopted(const char *pin_path)
 {
 	struct lism_error e = { 0 };
 	struct lism_load_info info;
+	int err = lism_upgrade(pin_path, &info, &e);
 
-	if (!lism_upgrade(pin_path, &info, &e)) {
+	lism_say_aside(&info, "upgrade");
+	if (!err) {
 		lism_say_upgraded(pin_path, &info);
 		return;
 	}
@@ -370,7 +373,7 @@ static void upgrade_adopted(const char *pin_path)
  */
 static int adopt_or_load(const char *pin_path, const struct lism_run_opts *o, int *loaded, struct lism_error *e)
 {
-	struct lism_unload_cfg now = { 0 };
+	struct lism_unload_cfg leftovers = { .timeout_s = o->timeout_s };
 	struct lism_unload_info gone;
 	struct lism_instance in;
 	struct lism_device d;
@@ -434,7 +437,7 @@ out:
 	close(lockfd);
 	lism_instance_close(&in);
 	if (unfinished) {
-		err = lism_unload(pin_path, &now, &gone, e);
+		err = lism_unload(pin_path, &leftovers, &gone, e);
 		if (err)
 			return err;
 		printf("lism: %s held the pins of a load that did not finish: removed them\n", pin_path);

@@ -25,7 +25,7 @@ enum lism_exit {
 struct lism_error {
 	enum lism_exit exit; /* LISM_EXIT_OK until a failure is said */
 	char msg[512];       /* what failed, one line */
-	char detail[1536];   /* lines that explain it ("  verifier: ..."), each ending in '\n' */
+	char detail[4096];   /* lines that explain it ("  verifier: ..."), each ending in '\n' */
 	char hint[512];      /* what to do next, or "" */
 };
 

@@ -58,9 +58,9 @@ static int check_bpffs(const char *pin_path, int mount_it, int *mounted, struct 
 	int is;
 
 	*mounted = 0;
-	if (lism_existing_ancestor(pin_path, anc, sizeof(anc)))
-		return lism_fail(e, LISM_EXIT_ENV, -errno, "cannot inspect --pin-path %s: %s", pin_path,
-				 strerror(errno));
+	is = lism_existing_ancestor(pin_path, anc, sizeof(anc));
+	if (is)
+		return lism_fail(e, LISM_EXIT_ENV, is, "cannot inspect --pin-path %s: %s", pin_path, strerror(-is));
 	is = lism_is_bpffs(anc);
 	if (is == 1)
 		return 0;
@@ -208,25 +208,26 @@ static int fill_scope(struct lism_bpf *skel, const struct lism_load_cfg *cfg, st
  * its name there, created at load if missing, reused (and checked against
  * this build's definition) if present.  @entries sizes the DMB-indexed maps.
  */
-static struct lism_bpf *open_core(const char *pin_path, __u32 entries, __u32 ablate, struct lism_error *e)
+static int open_core(const char *pin_path, __u32 entries, __u32 ablate, struct lism_bpf **out,
+		     struct lism_error *e)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pin_path);
 	struct lism_bpf *skel = lism_bpf__open_opts(&opts);
 	int err;
 
+	*out = NULL;
 	if (!skel) {
-		lism_fail(e, LISM_EXIT_FAIL, -errno, "opening the BPF object failed: %s", strerror(errno));
-		return NULL;
+		err = errno ? -errno : -ENOMEM;
+		return lism_fail(e, LISM_EXIT_FAIL, err, "opening the BPF object failed: %s", strerror(-err));
 	}
 	err = lism_object_configure(skel->obj, entries, ablate);
 	if (err) {
-		lism_fail(e, LISM_EXIT_FAIL, err, "configuring the BPF object failed: %s", strerror(-err));
 		lism_bpf__destroy(skel);
-		errno = -err;
-		return NULL;
+		return lism_fail(e, LISM_EXIT_FAIL, err, "configuring the BPF object failed: %s", strerror(-err));
 	}
 	skel->rodata->lism_test_reject_handshake = lism_test_reject(LISM_F_HANDSHAKE);
-	return skel;
+	*out = skel;
+	return 0;
 }
 
 /* The bench's ablations (LISM_ABLATE, lism/ablate.h) into @info->ablated. */
@@ -342,13 +343,17 @@ static int pin_fd(int fd, const char *dir, const char *name, int replace)
 static int instance_of_this_layout(const char *pin_path, struct lism_device *d, struct lism_error *e)
 {
 	struct lism_instance in;
-	int err = lism_instance_open(&in, pin_path);
+	char path[PATH_MAX];
+	int err = lism_pin_join(path, sizeof(path), pin_path, "device");
 
-	if (err == -ENOENT)
-		return lism_fail(e, LISM_EXIT_STATE, err, "--upgrade: nothing is loaded at %s", pin_path);
+	if (!err && access(path, F_OK))
+		return lism_fail(e, LISM_EXIT_STATE, -ENOENT, "--upgrade: nothing is loaded at %s", pin_path);
 	if (!err)
+		err = lism_instance_open(&in, pin_path);
+	if (!err) {
 		err = lism_device_read(&in, d);
-	lism_instance_close(&in);
+		lism_instance_close(&in);
+	}
 	if (!err && d->layout == 0) {
 		lism_fail(e, LISM_EXIT_STATE, -EUCLEAN,
 			  "%s holds the pins of a load that did not finish (or is still running)", pin_path);
@@ -385,6 +390,8 @@ int lism_upgrade(const char *pin_path, struct lism_load_info *info, struct lism_
 	if (!err)
 		err = read_ablate(info, e);
 	if (!err)
+		err = check_bpffs(pin_path, 0, &info->mounted_bpffs, e);
+	if (!err)
 		err = instance_of_this_layout(pin_path, &d, e);
 	if (!err)
 		err = probe_core(&probe, e);
@@ -396,8 +403,7 @@ int lism_upgrade(const char *pin_path, struct lism_load_info *info, struct lism_
 		return lism_pin_lock_fail(e, pin_path, lockfd);
 	}
 	lism_stop_signals_hold(&old_mask);
-	skel = open_core(pin_path, d.capacity, info->ablated, e);
-	err = skel ? 0 : -errno;
+	err = open_core(pin_path, d.capacity, info->ablated, &skel, e);
 	/* reuses every pinned map, or fails if one differs (then: unload, load) */
 	if (!err)
 		err = load_core(skel, "loading the new programs over the pinned maps", e);
@@ -498,10 +504,11 @@ int lism_load(const char *pin_path, const struct lism_load_cfg *cfg, struct lism
 	if (err)
 		return err;
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		lism_fail(e, LISM_EXIT_ENV, -errno, "the kernel exposes no BTF (/sys/kernel/btf/vmlinux): %s",
-			  strerror(errno));
-		lism_fail_hint(e, "lism needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (README.md, \"Requirements\")");
-		return -ENOENT;
+		err = lism_fail(e, LISM_EXIT_ENV, -errno, "the kernel exposes no BTF (/sys/kernel/btf/vmlinux): %s",
+				strerror(errno));
+		lism_fail_hint(e, "lism needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (README.md, "
+			       "\"Requirements\")");
+		return err;
 	}
 	err = check_pin_path_free(pin_path, e);
 	if (!err)
@@ -541,8 +548,7 @@ int lism_load(const char *pin_path, const struct lism_load_cfg *cfg, struct lism
 	chmod(pin_path, 0700);
 	created = 1;
 
-	skel = open_core(pin_path, cfg->max_dmbs, info->ablated, e);
-	err = skel ? 0 : -errno;
+	err = open_core(pin_path, cfg->max_dmbs, info->ablated, &skel, e);
 	if (!err)
 		err = load_core(skel, "loading lism's BPF programs", e);
 	if (err)
