@@ -166,6 +166,14 @@ Test(library, failures_are_classed_and_said_nowhere)
 
 	memset(&err, 0, sizeof(err));
 	quiet_begin();
+	rc = lism_upgrade(notbpf, &info, &err);
+	out = said();
+	cr_assert_eq(rc, -ENOTSUP, "an upgrade off bpffs: %d (%s)", rc, err.msg);
+	cr_assert_eq(err.exit, LISM_EXIT_ENV, "the environment, not the instance, is what is wrong");
+	cr_assert_str_empty(out, "the library printed: %s", out);
+
+	memset(&err, 0, sizeof(err));
+	quiet_begin();
 	rc = lism_unload(missing, &ucfg, &uinfo, &err);
 	out = said();
 	cr_assert_eq(rc, -ENOENT, "nothing there: %d (%s)", rc, err.msg);
