@@ -25,6 +25,11 @@ Modes:
                   handshake (no sender rules, include/lism/sender.h)
   lism-no-stream  --no-stream-detect (include/lism/stream.h)
   lism-no-churn   --no-churn-detect (include/lism/churn.h)
+  lism-ab-no-stream, lism-ab-no-pass-ahead, lism-ab-no-sync-stuck
+                  the same against lism-ab, on its (blocking) workloads:
+                  the streams the default policy keeps on TCP
+  lism-old        BENCH_LISM_OLD=path/to/lism: another build's lism (an A/B
+                  of two builds, interleaved like every other mode)
   lism-no-pass-ahead, lism-no-sync-stuck, lism-no-bulk-sndbuf
                   LISM_ABLATE=... (include/lism/ablate.h): the streaming
                   send's pass-ahead (stream.h), a sender's leave when its
@@ -363,22 +368,49 @@ def settle(idle_share=0.9, window=0.2, limit=5.0):
 
 ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-stream": ["--no-stream-detect"],
              "lism-no-churn": ["--no-churn-detect"], "lism-no-pass-ahead": ["LISM_ABLATE=pass-ahead"],
-             "lism-no-sync-stuck": ["LISM_ABLATE=sync-stuck"], "lism-no-bulk-sndbuf": ["LISM_ABLATE=bulk-sndbuf"]}
+             "lism-no-sync-stuck": ["LISM_ABLATE=sync-stuck"], "lism-no-bulk-sndbuf": ["LISM_ABLATE=bulk-sndbuf"],
+             # against lism-ab, on its workloads: what the default policy keeps on TCP
+             "lism-ab-no-stream": ["--no-stream-detect"], "lism-ab-no-pass-ahead": ["LISM_ABLATE=pass-ahead"],
+             "lism-ab-no-sync-stuck": ["LISM_ABLATE=sync-stuck"]}
+# BENCH_LISM_OLD=path/to/lism: mode lism-old, another build's lism, interleaved with this one (an A/B)
+LISM_OLD = os.environ.get("BENCH_LISM_OLD")
+if LISM_OLD:
+    ABLATIONS["lism-old"] = ["build " + LISM_OLD]
 LISM_MODES = ("lism", "lism-ab") + tuple(ABLATIONS)
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
-LISM_ARGS = dict({"lism": [], "lism-ab": ["--allow-blocking", "--eager-senders"]},
-                 **{m: [a for a in args if a.startswith("--")] for m, args in ABLATIONS.items()})
+AB_ARGS = ["--allow-blocking", "--eager-senders"]
+
+
+def ablation_base(mode):
+    """The mode an ablation is measured against: lism-ab for lism-ab-*, else lism."""
+    return "lism-ab" if mode.startswith("lism-ab-") else "lism"
+
+
+def blocking_only(mode):
+    """lism-ab and its ablations run only the workloads with blocking sockets."""
+    return mode == "lism-ab" or mode.startswith("lism-ab-")
+
+
+LISM_ARGS = dict({"lism": [], "lism-ab": AB_ARGS},
+                 **{m: (AB_ARGS if ablation_base(m) == "lism-ab" else []) + [a for a in args if a.startswith("--")]
+                    for m, args in ABLATIONS.items()})
 
 
 def lism_env(mode):
     """The environment of a mode's lism: an ablation without a setting of its own is LISM_ABLATE
     (include/lism/ablate.h), for the load and for the daemon, whose adoption upgrades the programs."""
     env = dict(os.environ)
+    env.pop("BENCH_LISM_OLD", None)
     env.pop("LISM_ABLATE", None)
     for a in ABLATIONS.get(mode, []):
         if a.startswith("LISM_ABLATE="):
             env["LISM_ABLATE"] = a.split("=", 1)[1]
     return env
+
+
+def lism_bin(mode):
+    """The lism binary of @mode: this build's, or BENCH_LISM_OLD's for lism-old."""
+    return LISM_OLD if mode == "lism-old" else LISM
 
 
 class Bench:
@@ -440,14 +472,15 @@ class Bench:
                 raise RuntimeError("lism run exited %d on SIGTERM" % self.daemon.returncode)
             self.daemon = None
         if self.mode in LISM_MODES:
-            run([LISM, "unload", "--pin-path", self.pin, "--timeout", "10", "--force"])
+            run([lism_bin(self.mode), "unload", "--pin-path", self.pin, "--timeout", "10", "--force"])
         elif self.mode == "sockmap":
             self.baseline_unload()
         self.mode = None
         if mode in LISM_MODES:
-            run([LISM, "load", "--pin-path", self.pin, "--cgroup", self.cg] + LISM_ARGS[mode], env=lism_env(mode))
+            run([lism_bin(mode), "load", "--pin-path", self.pin, "--cgroup", self.cg] + LISM_ARGS[mode],
+                env=lism_env(mode))
             # the daemon adopts it, as on a node (its cost belongs in the numbers)
-            self.daemon = subprocess.Popen([LISM, "run", "--pin-path", self.pin, "--metrics-addr",
+            self.daemon = subprocess.Popen([lism_bin(mode), "run", "--pin-path", self.pin, "--metrics-addr",
                                             "127.0.0.1:%d" % (19435 + os.getpid() % 1000)],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=lism_env(mode))
         elif mode == "sockmap":
@@ -476,12 +509,12 @@ class Bench:
     def lism_set(self, key, value):
         """`lism set KEY VALUE` on the loaded instance; nothing in other modes."""
         if self.mode in LISM_MODES:
-            run([LISM, "set", key, value, "--pin-path", self.pin])
+            run([lism_bin(self.mode), "set", key, value, "--pin-path", self.pin])
 
     def stats(self):
         if self.mode not in LISM_MODES:
             return None
-        return json.loads(run([LISM, "stats", "-j", "--pin-path", self.pin]).stdout)
+        return json.loads(run([lism_bin(self.mode), "stats", "-j", "--pin-path", self.pin]).stdout)
 
 
 def fmt(v):
@@ -527,7 +560,7 @@ def main():
         # (docs/performance.md, "What bpf_stats costs").
         set_bpf_stats("0")
         t0 = time.time()
-        steps = sum(len([m for m in modes if m != "lism-ab" or w[3]]) for w in workloads) * ROUNDS
+        steps = sum(len([m for m in modes if not blocking_only(m) or w[3]]) for w in workloads) * ROUNDS
         step = 0
         try:
             for r in range(ROUNDS):
@@ -536,7 +569,7 @@ def main():
                     # drift cancels in their ratio), their order rotating
                     k = (r + wi) % len(modes)
                     for m in modes[k:] + modes[:k]:
-                        if m == "lism-ab" and not blocking:
+                        if blocking_only(m) and not blocking:
                             continue
                         b.switch(m)
                         settle()
@@ -660,12 +693,16 @@ def report(workloads, modes, res, extra, counters, elapsed):
             for k, v in sorted(send.items())))
     text = "\n".join(lines)
     for ab in [m for m in modes if m in ABLATIONS]:
+        base = ablation_base(ab)
         flag = " ".join(ABLATIONS[ab])
-        extra_rows = ["| workload | unit | lism | lism %s | lism / ablation |" % flag, "|---|---|---|---|---|"]
+        extra_rows = ["| workload | unit | %s | %s %s | %s / ablation |" % (base, base, flag, base),
+                      "|---|---|---|---|---|"]
         for row in rows:
-            r = paired_ratio(res[row["workload"]], "lism", ab)
+            if blocking_only(ab) and not row["blocking_sockets"]:
+                continue
+            r = paired_ratio(res[row["workload"]], base, ab)
             extra_rows.append("| %s | %s | %s | %s | %s |" % (row["workload"], row["unit"],
-                                                          fmt(row["median"].get("lism")),
+                                                          fmt(row["median"].get(base)),
                                                           fmt(row["median"].get(ab)), fmt(r)))
         text += "\n\nAblation: " + flag + "\n\n" + "\n".join(extra_rows)
     with open(os.path.join(OUT, "results.md"), "w") as f:
