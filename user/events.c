@@ -126,20 +126,26 @@ void lism_event_json_line(const struct lism_event *ev, __s64 mono_to_real_ns, ch
 		 (unsigned long long)ev->peer_token, (unsigned long long)ev->rx_bytes, state);
 }
 
-/* Say how many lines the last second's limit held back, once that second is over. */
-static void close_window(struct lism_events *ev, __u64 now)
+/* Say how many lines the limit held back since the window began, if any. */
+static void say_suppressed(struct lism_events *ev)
 {
-	if (now - ev->window_ns < 1000000000ull)
-		return;
 	if (ev->suppressed && ev->json)
 		fprintf(ev->out, "{\"type\":\"not-logged\",\"count\":%llu,\"limit_per_s\":%u}\n",
 			(unsigned long long)ev->suppressed, ev->max_per_s);
 	else if (ev->suppressed)
 		fprintf(ev->out, "lism: %llu more events in the last second not logged (at most %u a second; "
 			"'lism events' shows every event)\n", (unsigned long long)ev->suppressed, ev->max_per_s);
+	ev->suppressed = 0;
+}
+
+/* Say how many lines the last second's limit held back, once that second is over. */
+static void close_window(struct lism_events *ev, __u64 now)
+{
+	if (now - ev->window_ns < 1000000000ull)
+		return;
+	say_suppressed(ev);
 	ev->window_ns = now;
 	ev->lines = 0;
-	ev->suppressed = 0;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -224,6 +230,8 @@ void lism_events_close(struct lism_events *ev)
 		pthread_mutex_unlock(&ev->mu);
 		pthread_join(ev->renewer, NULL);
 	}
+	/* a stop before the second is over: its count is said, not lost */
+	say_suppressed(ev);
 	/* the only reader leaves: no more events (a crash leaves that to the lease) */
 	if (ev->readers_fd >= 0 && ev->lock_fd >= 0)
 		renew(ev, 0);
