@@ -595,7 +595,9 @@ Test(views, events_a_burst_larger_than_the_ring_reaches_the_reader)
 Test(views, run_logs_at_most_its_rate_and_says_what_it_left_out)
 {
 	char dbuf[1 << 17] = "", ebuf[4096], args[PATH_MAX + 128], *p;
-	int dout, st, port = 29000 + (getpid() + 500) % 1000, logged = 0, left_out = 0;
+	int dout, st, port = 29000 + (getpid() + 500) % 1000, logged = 0, left_out = 0, windows;
+	int c[250], s[250];
+	double burst;
 
 	require_root();
 	env_up(&e, NULL);
@@ -606,11 +608,28 @@ Test(views, run_logs_at_most_its_rate_and_says_what_it_left_out)
 	/* the daemon follows them now: lism events is told why it cannot */
 	cr_assert_neq(lism_out(&e, "events", ebuf, sizeof(ebuf)), 0);
 	cr_assert(strstr(ebuf, "another reader follows them"), "%s", ebuf);
+	/* a burst: 250 connections confirmed as fast as this machine makes them */
+	burst = lism_mono_s();
+	env_enter(&e);
 	for (int i = 0; i < 250; i++)
-		confirmed_connection();
+		tcp_pair(AF_INET, "127.0.0.1", 1, &c[i], &s[i]);
+	env_leave(&e);
+	burst = lism_mono_s() - burst;
+	for (int i = 0; i < 250; i++) {
+		close(c[i]);
+		close(s[i]);
+	}
 	cr_assert_eq(wait_drained(&e, 3000), 0);
+	/*
+	 * A window of the limit opens at an event and lasts a second, so the
+	 * burst's events fall in at most this many; on a machine slow enough
+	 * (qemu TCG) to spread 250 over three, fewer or none are left out.
+	 */
+	windows = (int)burst + 2;
 	/* the last second's count comes when that second is over */
-	cr_assert(wait_output(dout, dbuf, sizeof(dbuf), "not logged (at most 100 a second", 3000), "%s", dbuf);
+	if (100 * windows < 250)
+		cr_assert(wait_output(dout, dbuf, sizeof(dbuf), "not logged (at most 100 a second", 3000), "%s",
+			  dbuf);
 	usleep(1500000);
 	read_until_quiet(dout, dbuf, sizeof(dbuf), 300);
 	kill(child, SIGTERM);
@@ -627,8 +646,8 @@ Test(views, run_logs_at_most_its_rate_and_says_what_it_left_out)
 	}
 	/* one confirm per connection (its passive end's), each either logged or counted */
 	cr_assert_eq(logged + left_out, 250, "logged %d + left out %d: %s", logged, left_out, dbuf);
-	cr_assert_leq(logged, 200, "%s", dbuf);
-	cr_assert_gt(left_out, 0);
+	cr_assert_leq(logged, 100 * windows, "logged %d in a burst of %.2f s: %s", logged, burst, dbuf);
+	cr_assert_geq(left_out, 250 - 100 * windows, "left out %d in a burst of %.2f s", left_out, burst);
 }
 
 Test(views, run_waits_for_the_events_another_reader_holds)

@@ -105,6 +105,8 @@ for s in $suites; do
 	[ "$verbose" = 1 ] && echo "\$out" | grep -v ': Test is disabled\$' | sed 's/^/vmtest-log: /'
 	echo "\$out" | grep -E '^\[FAIL\]' | sed 's/^\[FAIL\] /vmtest-fail: /; s/: ([0-9.]*s)\$//'
 	echo "\$out" | grep -E '^lism-matrix-skip: ' | sed 's/^lism-matrix-skip: /vmtest-skip: /'
+	# where each assertion failed first: its message (a test's whole output, often) may run past the cut
+	echo "\$out" | grep -E '^\[----\] .*: Assertion Failed' | head -5 | sed 's/^\[----\] */vmtest-why: at /; s/: Assertion Failed.*\$//'
 	echo "\$out" | grep -E '^\[----\] +[^ ]' | grep -vE 'Assertion Failed|Criterion v[0-9]' | head -40 | sed 's/^\[----\] */vmtest-why: /'
 	syn=\$(echo "\$out" | grep 'Synthesis:' | tail -1)
 	echo "vmtest-suite: \$s \${syn:-no synthesis}"
