@@ -339,6 +339,15 @@ static int pin_fd(int fd, const char *dir, const char *name, int replace)
 	return bpf_obj_pin(fd, path) ? -errno : 0;
 }
 
+/* @pin_path holds a device never written: a load killed midway, or one still running. */
+static int unfinished_load(const char *pin_path, struct lism_error *e)
+{
+	lism_fail(e, LISM_EXIT_STATE, -EUCLEAN,
+		  "%s holds the pins of a load that did not finish (or is still running)", pin_path);
+	lism_fail_hint(e, "remove them with 'lism unload --pin-path %s', then load", pin_path);
+	return -EUCLEAN;
+}
+
 /* An instance at @pin_path of this layout, read into @d, or -errno said in @e. */
 static int instance_of_this_layout(const char *pin_path, struct lism_device *d, struct lism_error *e)
 {
@@ -354,12 +363,8 @@ static int instance_of_this_layout(const char *pin_path, struct lism_device *d, 
 		err = lism_device_read(&in, d);
 		lism_instance_close(&in);
 	}
-	if (!err && d->layout == 0) {
-		lism_fail(e, LISM_EXIT_STATE, -EUCLEAN,
-			  "%s holds the pins of a load that did not finish (or is still running)", pin_path);
-		lism_fail_hint(e, "remove them with 'lism unload --pin-path %s', then load", pin_path);
-		return -EUCLEAN;
-	}
+	if (!err && d->layout == 0)
+		return unfinished_load(pin_path, e);
 	if (err || d->layout != LISM_LAYOUT_VERSION) {
 		lism_fail(e, LISM_EXIT_STATE, err ? err : -EPROTO,
 			  "cannot upgrade %s in place: its layout is not this lism's (%u)", pin_path,
@@ -454,13 +459,8 @@ static int check_pin_path_free(const char *pin_path, struct lism_error *e)
 			int unfinished = !lism_device_read(&in, &d) && d.layout == 0;
 
 			lism_instance_close(&in);
-			if (unfinished) {
-				lism_fail(e, LISM_EXIT_STATE, -EUCLEAN,
-					  "%s holds the pins of a load that did not finish (or is still running)",
-					  pin_path);
-				lism_fail_hint(e, "remove them with 'lism unload --pin-path %s', then load", pin_path);
-				return -EUCLEAN;
-			}
+			if (unfinished)
+				return unfinished_load(pin_path, e);
 		}
 		lism_fail(e, LISM_EXIT_STATE, -EEXIST, "lism is already loaded at %s", pin_path);
 		lism_fail_hint(e, "see it with 'lism status --pin-path %s', remove it with 'lism unload "
