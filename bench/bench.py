@@ -37,10 +37,12 @@ Modes:
                   (sender.h)
 
 Environment: BENCH_QUICK=1 (one short round), BENCH_ROUNDS, BENCH_SECONDS,
-BENCH_ONLY=regex (workload names), BENCH_MODES=tcp,lism,...
+BENCH_ONLY=regex (workload names), BENCH_MODES=tcp,lism,..., BENCH_SEED
+(the modes' order; the report says the one it used)
 """
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -559,6 +561,10 @@ def main():
         # which cost an engaged connection ~14 % of its setup time here
         # (docs/performance.md, "What bpf_stats costs").
         set_bpf_stats("0")
+        seed = int(os.environ.get("BENCH_SEED", "0")) or random.SystemRandom().randrange(1, 1 << 31)
+        rng = random.Random(seed)
+        log("modes' order: BENCH_SEED=%d" % seed)
+        ctx["extra"]["seed"] = seed  # not a list: the report's figures skip it
         t0 = time.time()
         steps = sum(len([m for m in modes if not blocking_only(m) or w[3]]) for w in workloads) * ROUNDS
         step = 0
@@ -566,9 +572,10 @@ def main():
             for r in range(ROUNDS):
                 for wi, (name, unit, _, blocking, _, fn) in enumerate(workloads):
                     # a workload's modes back to back (seconds apart, so the machine's
-                    # drift cancels in their ratio), their order rotating
-                    k = (r + wi) % len(modes)
-                    for m in modes[k:] + modes[:k]:
+                    # drift cancels in their ratio), in a fresh random order each time:
+                    # a rotation put lism right after tcp in every round, and the slot
+                    # after tcp measured low on nginx_conn_close (docs/benchmarks.md)
+                    for m in rng.sample(modes, len(modes)):
                         if blocking_only(m) and not blocking:
                             continue
                         b.switch(m)
@@ -624,11 +631,25 @@ def bpf_time_pass(b, ctx, workloads, modes):
         ctx["bpf_pass"] = False
 
 
+def round_ratios(samples, a, b):
+    """a's value over b's, round by round."""
+    rb = dict(samples.get(b, []))
+    return [v / rb[r] for r, v in samples.get(a, []) if rb.get(r)]
+
+
 def paired_ratio(samples, a, b):
     """Median over the rounds of a's value over b's in the same round."""
-    rb = dict(samples.get(b, []))
-    rs = [v / rb[r] for r, v in samples.get(a, []) if rb.get(r)]
+    rs = round_ratios(samples, a, b)
     return statistics.median(rs) if rs else None
+
+
+def fmt_spread(samples, a, b):
+    """The paired ratio with its rounds' range: a ratio inside the range a
+    same-code pair shows is no finding."""
+    rs = round_ratios(samples, a, b)
+    if not rs:
+        return "-"
+    return fmt(statistics.median(rs)) + ("" if len(rs) < 2 else " (%s-%s)" % (fmt(min(rs)), fmt(max(rs))))
 
 
 def report(workloads, modes, res, extra, counters, elapsed):
@@ -660,7 +681,7 @@ def report(workloads, modes, res, extra, counters, elapsed):
                      "samples": res[name]})
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "kernel": os.uname().release,
             "cpus": os.cpu_count(), "rounds": ROUNDS, "seconds": SECONDS, "elapsed_s": round(elapsed),
-            "modes": modes, "bpf_stats_while_measuring": False,
+            "modes": modes, "seed": extra.get("seed"), "bpf_stats_while_measuring": False,
             "sockops_ns_per_conn": {k: statistics.median(v) for k, v in extra.items() if k.startswith("sockops")},
             "skmsg_ns_per_send": {k: statistics.median(v) for k, v in extra.items() if k.startswith("skmsg")}}
     with open(os.path.join(OUT, "results.json"), "w") as f:
@@ -695,20 +716,20 @@ def report(workloads, modes, res, extra, counters, elapsed):
     for ab in [m for m in modes if m in ABLATIONS]:
         base = ablation_base(ab)
         flag = " ".join(ABLATIONS[ab])
-        extra_rows = ["| workload | unit | %s | %s %s | %s / ablation |" % (base, base, flag, base),
+        extra_rows = ["| workload | unit | %s | %s %s | %s / ablation (rounds' range) |" % (base, base, flag, base),
                       "|---|---|---|---|---|"]
         for row in rows:
             if blocking_only(ab) and not row["blocking_sockets"]:
                 continue
-            r = paired_ratio(res[row["workload"]], base, ab)
+            r = fmt_spread(res[row["workload"]], base, ab)
             extra_rows.append("| %s | %s | %s | %s | %s |" % (row["workload"], row["unit"],
                                                           fmt(row["median"].get(base)),
-                                                          fmt(row["median"].get(ab)), fmt(r)))
+                                                          fmt(row["median"].get(ab)), r))
         text += "\n\nAblation: " + flag + "\n\n" + "\n".join(extra_rows)
     with open(os.path.join(OUT, "results.md"), "w") as f:
-        f.write("Machine: %d vCPU, kernel %s, %s; %d rounds x %.0f s, a workload's modes back to back; "
-                "medians, ratios the median of each round's ratio.\n\n%s\n" %
-                (info["cpus"], info["kernel"], info["date"], ROUNDS, SECONDS, text))
+        f.write("Machine: %d vCPU, kernel %s, %s; %d rounds x %.0f s, a workload's modes back to back "
+                "in random order (BENCH_SEED=%s); medians, ratios the median of each round's ratio.\n\n%s\n" %
+                (info["cpus"], info["kernel"], info["date"], ROUNDS, SECONDS, info["seed"], text))
     log("")
     log(text)
     log("")
