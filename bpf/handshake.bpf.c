@@ -19,6 +19,7 @@
  */
 #include "policy.bpf.h"
 #include "sender.bpf.h"
+#include "sock.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -33,23 +34,6 @@ static __always_inline void *ctx_sock(struct bpf_sock_ops *s)
 
 	bpf_probe_read_kernel(&sk, sizeof(sk), (void *)s + bpf_core_field_offset(struct bpf_sock_ops_kern, sk));
 	return sk;
-}
-
-/*
- * Whether the socket's file is in non-blocking mode.  Connection setup only,
- * so plain probe reads (CO-RE) are cheap enough.
- */
-static __always_inline int sock_nonblocking(const struct sock *sk)
-{
-	struct file *f;
-	unsigned int flags;
-
-	if (!sk)
-		return 0;
-	f = BPF_CORE_READ(sk, sk_socket, file);
-	if (!f || bpf_core_read(&flags, sizeof(flags), &f->f_flags))
-		return 0;
-	return (flags & O_NONBLOCK) != 0;
 }
 
 /* A fresh entry for this connection end, published under a new token. */
@@ -336,19 +320,15 @@ static __always_inline void check_member_mode(struct bpf_sock_ops *s, struct lis
 	struct bpf_sock *sk = s->sk;
 	struct lism_dmb *e;
 	const struct sock *ksk;
-	struct file *f;
 	unsigned int fl;
-	__u64 ud, ptoken;
+	__u64 ptoken;
 
 	if (!sk)
 		return;
 	ksk = (const struct sock *)bpf_skc_to_tcp_sock(sk);
-	if (!ksk)
-		return;
-	f = BPF_CORE_READ(ksk, sk_socket, file);
-	if (!f)
+	if (!ksk || sock_file_flags(ksk, &fl))
 		return; /* not accepted yet */
-	if (bpf_core_read(&fl, sizeof(fl), &f->f_flags) || (fl & O_NONBLOCK)) {
+	if (fl & O_NONBLOCK) {
 		st->flags |= LISM_SKF_MODE_KNOWN;
 		return;
 	}
@@ -363,10 +343,7 @@ static __always_inline void check_member_mode(struct bpf_sock_ops *s, struct lis
 	if (!e || st->sender == LISM_SND_QUEUED ||
 	    ((e->conn_flags & LISM_CONN_PEER_SENDS) && !(e->conn_flags & LISM_CONN_SEEN_BLOCKING)))
 		return;
-	ud = (__u64)BPF_CORE_READ(ksk, sk_user_data) & ~SK_USER_DATA_FLAGS;
-	/* a kernel without the count runs no data path (the probe): nothing is queued */
-	if (ud && bpf_core_field_exists(((struct sk_psock *)0)->msg_tot_len) &&
-	    BPF_CORE_READ((struct sk_psock *)ud, msg_tot_len))
+	if (sock_shortcut_unread_if_counted(ksk))
 		return; /* next packet */
 	ptoken = st->peer_token;
 	leave(st->token);

@@ -19,6 +19,7 @@
 
 #include "lism.bpf.h"
 #include "dmb.bpf.h"
+#include "sock.bpf.h"
 #include "lism/sender.h"
 
 #define SOL_SOCKET 1
@@ -103,7 +104,7 @@ static __always_inline void sender_leave_one(__u64 token)
 	struct lism_dmb *me, *pe;
 	struct tcp_sock *tp;
 	struct lism_sk *st;
-	__u64 ud, ptoken;
+	__u64 ptoken;
 
 	if (!sk)
 		return; /* it closed since it queued */
@@ -114,9 +115,8 @@ static __always_inline void sender_leave_one(__u64 token)
 	me = dmb_by_token(token);
 	pe = dmb_by_token(ptoken);
 	tp = bpf_skc_to_tcp_sock(sk);
-	ud = tp ? (__u64)tp->inet_conn.icsk_inet.sk.sk_user_data & ~SK_USER_DATA_FLAGS : 0;
 	if (!tp || (me && pe && (me->conn_flags & LISM_CONN_PEER_SENDS)) ||
-	    (ud && BPF_CORE_READ((struct sk_psock *)ud, msg_tot_len))) {
+	    sock_shortcut_unread((const struct sock *)tp)) {
 		stat_add(LISM_S_SENDER_LEAVES_REFUSED, 1);
 		if (!me || !pe) {
 			/*

@@ -42,7 +42,8 @@ static __always_inline struct sock *sock_view(__u64 addr)
 	return bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct sock));
 }
 
-/* Bytes sitting unread in the socket's shortcut receive queue (its DMB). */
+/* Bytes sitting unread in the socket's shortcut receive queue (its DMB):
+ * sock_shortcut_unread() (sock.bpf.h) with direct loads, as every send asks. */
 static __always_inline __u32 shortcut_unread(__u64 addr)
 {
 	struct sock *sk = sock_view(addr);
@@ -111,6 +112,7 @@ static __always_inline int reader_memory_tight(__u64 addr, __u32 size)
  * reader inside tcp_recvmsg (MSG_WAITALL, SO_RCVLOWAT) waits on the TCP
  * queue only, and tcp_bpf's own read path ignores MSG_WAITALL.  A socket
  * not accept()ed yet has no file, so its mode is unknown: TCP until it is.
+ * sock_nonblocking() (sock.bpf.h) with direct loads.
  */
 static __always_inline int nonblocking_reader(__u64 addr)
 {

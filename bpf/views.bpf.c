@@ -17,6 +17,7 @@
  * one network namespace per reader (setns needs CAP_SYS_ADMIN, which the
  * DaemonSet does not grant).
  */
+#include "sock.bpf.h"
 #include "storage.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -40,7 +41,7 @@ int lism_iter_socks(struct bpf_iter__task_file *ctx)
 	struct lism_sock_row row;
 	struct socket *so;
 	struct sock *sk;
-	__u64 st, ud;
+	__u64 st;
 
 	LISM_TEST_REJECT_POINT(lism_test_reject);
 	if (!task || !file)
@@ -72,9 +73,7 @@ int lism_iter_socks(struct bpf_iter__task_file *ctx)
 		BPF_CORE_READ_INTO(&row.laddr, sk, __sk_common.skc_v6_rcv_saddr);
 		BPF_CORE_READ_INTO(&row.raddr, sk, __sk_common.skc_v6_daddr);
 	}
-	ud = (__u64)BPF_CORE_READ(sk, sk_user_data) & ~SK_USER_DATA_FLAGS;
-	if (ud && bpf_core_field_exists(((struct sk_psock *)0)->msg_tot_len))
-		row.unread = BPF_CORE_READ((struct sk_psock *)ud, msg_tot_len);
+	row.unread = sock_shortcut_unread_if_counted(sk);
 	bpf_seq_write(ctx->meta->seq, &row, sizeof(row));
 	return 0;
 }
