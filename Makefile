@@ -31,7 +31,7 @@ WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 # Expanded when a recipe runs (=, not :=): on a fresh machine pkg-config and
 # the -dev packages only exist once `deps` has run.
-USER_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) \
+USER_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -I. -Iinclude -Iuser -I$(BUILD) \
 	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf libelf json-c libmicrohttpd libmnl)
 USER_LIBS = $(shell $(PKG_CONFIG) --libs libbpf libelf json-c libmicrohttpd libmnl)
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
@@ -53,6 +53,12 @@ LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(LIB_SRCS))
 USER_HDRS := $(wildcard user/*.h) $(wildcard include/lism/*.h) $(BUILD)/lism.skel.h \
 	$(OPTIONAL_SKELS)
 
+# lism exec's data path (exec/: the preloaded library's sources), built
+# position-independent for liblism.so and linked into the unit tests.
+EXEC_SRCS := $(wildcard exec/*.c)
+EXEC_OBJS := $(patsubst exec/%.c,$(BUILD)/exec/%.o,$(EXEC_SRCS))
+EXEC_HDRS := $(wildcard exec/*.h) $(wildcard include/lism/*.h)
+
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcard tests/bpf/*.bpf.c))
@@ -72,7 +78,7 @@ help:
 	@echo '                  simulation, and a smoke set on Debian 12'\''s 6.1 and 6.12 under qemu)'
 	@echo 'make unit         unprivileged unit tests only'
 	@echo 'make integration  integration tests only (root: netns, cgroup2, bpffs)'
-	@echo 'make fuzz         libFuzzer on the option and command-line parsers (FUZZ_SECONDS=$(FUZZ_SECONDS) each)'
+	@echo 'make fuzz         libFuzzer on the option and command-line parsers and the ring DMB (FUZZ_SECONDS=$(FUZZ_SECONDS) each)'
 	@echo 'make soak         TCP_CRR for SOAK_SECONDS=$(SOAK_SECONDS) (12 threads) + SOAK_GIB=$(SOAK_GIB) GiB each way, root'
 	@echo 'make bench        TCP vs plain sockmap vs lism, interleaved (BENCH_QUICK=1: one short pass)'
 	@echo 'make image        the node agent image $(IMAGE) (podman, from scratch, nothing pulled)'
@@ -114,7 +120,7 @@ $(BUILD)/vmlinux.h: | $(BUILD)
 	$(call say,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(BUILD) $(BUILD)/bpf $(BUILD)/user $(BUILD)/tests:
+$(BUILD) $(BUILD)/bpf $(BUILD)/user $(BUILD)/exec $(BUILD)/tests:
 	$(Q)mkdir -p $@
 
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(BUILD)/vmlinux.h | $(BUILD)/bpf
@@ -144,19 +150,23 @@ $(BUILD)/user/%.o: user/%.c $(USER_HDRS) | $(BUILD)/user
 	$(call say,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 
+$(BUILD)/exec/%.o: exec/%.c $(EXEC_HDRS) | $(BUILD)/exec
+	$(call say,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -fPIC -c $< -o $@
+
 $(BUILD)/lism: $(BUILD)/user/main.o $(LIB_OBJS)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $^ $(USER_LIBS) -o $@
 
-$(BUILD)/tests/unit: $(UNIT_SRCS) $(LIB_OBJS) $(USER_HDRS) | $(BUILD)/tests
+$(BUILD)/tests/unit: $(UNIT_SRCS) $(LIB_OBJS) $(EXEC_OBJS) $(USER_HDRS) $(EXEC_HDRS) | $(BUILD)/tests
 	$(call say,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) $(UNIT_SRCS) $(LIB_OBJS) $(USER_LIBS) -lcriterion -o $@
+	$(Q)$(CC) $(USER_CFLAGS) $(UNIT_SRCS) $(LIB_OBJS) $(EXEC_OBJS) $(USER_LIBS) -lcriterion -lpthread -o $@
 
 # The same unit tests, and the code they test, under AddressSanitizer and UBSan.
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-$(BUILD)/tests/unit-asan: $(UNIT_SRCS) $(LIB_SRCS) $(USER_HDRS) | $(BUILD)/tests
+$(BUILD)/tests/unit-asan: $(UNIT_SRCS) $(LIB_SRCS) $(EXEC_SRCS) $(USER_HDRS) $(EXEC_HDRS) | $(BUILD)/tests
 	$(call say,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -O1 $(SAN_FLAGS) $(UNIT_SRCS) $(LIB_SRCS) $(USER_LIBS) -lcriterion -o $@
+	$(Q)$(CC) $(USER_CFLAGS) -O1 $(SAN_FLAGS) $(UNIT_SRCS) $(LIB_SRCS) $(EXEC_SRCS) $(USER_LIBS) -lcriterion -lpthread -o $@
 
 # BPF programs that exist only to test BPF code (BPF_PROG_TEST_RUN).
 $(BUILD)/tests/%.bpf.o: tests/bpf/%.bpf.c $(BPF_HDRS) $(BUILD)/vmlinux.h | $(BUILD)/tests
@@ -173,10 +183,11 @@ $(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(LI
 	$(Q)$(CC) $(USER_CFLAGS) -Itests/integration -I$(BUILD)/tests $(INTEG_SRCS) $(LIB_OBJS) \
 		$(USER_LIBS) -lcriterion -lpthread -o $@
 
-# libFuzzer targets: the TCP option parser (wire input) and the command line.
-FUZZ_TARGETS := option cli
+# libFuzzer targets: the TCP option parser (wire input), the command line,
+# and the ring DMB reader and writer (a header the peer process writes).
+FUZZ_TARGETS := option cli ring
 FUZZ_SECONDS ?= 300
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(WARN) -D_GNU_SOURCE -Iinclude -Iuser
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(WARN) -D_GNU_SOURCE -I. -Iinclude -Iuser
 $(BUILD)/fuzz:
 	$(Q)mkdir -p $@
 
@@ -188,6 +199,10 @@ $(BUILD)/fuzz/fuzz_cli: tests/fuzz/fuzz_cli.c user/cli.c user/cli.h user/event_t
 		$(wildcard include/lism/*.h) | $(BUILD)/fuzz
 	$(call say,CLANG,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_cli.c user/cli.c user/event_types.c -o $@
+
+$(BUILD)/fuzz/fuzz_ring: tests/fuzz/fuzz_ring.c exec/ring.c $(EXEC_HDRS) | $(BUILD)/fuzz
+	$(call say,CLANG,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) tests/fuzz/fuzz_ring.c exec/ring.c -o $@
 
 fuzz: $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 	$(Q)for t in $(FUZZ_TARGETS); do \

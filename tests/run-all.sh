@@ -82,7 +82,7 @@ run_counted() { # name, command...
 run unit "$build/tests/unit" --jobs 2
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run unit-asan "$build/tests/unit-asan" --jobs 2
 # Fuzz smoke: each libFuzzer target for a bounded time from the shipped seeds.
-for t in option cli; do
+for t in option cli ring; do
 	echo "== fuzz $t (10 s)"
 	mkdir -p "$build/fuzz/corpus-$t"
 	out=$("$build/fuzz/fuzz_$t" -max_total_time=10 "$build/fuzz/corpus-$t" "tests/fuzz/corpus/$t" 2>&1)

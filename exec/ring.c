@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The ring DMB data path of lism exec: copy in, copy out, cursors.  The
+ * rules are in ring.h; what is shared is laid out in include/lism/ring.h.
+ *
+ * Ordering: a writer copies its bytes, then publishes the producer cursor
+ * with a release store; a reader loads it with acquire before it copies
+ * the bytes out, then publishes the consumer cursor with release, which the
+ * writer loads with acquire before it reuses that room.  A writer's state
+ * (done, closed, abort) is stored after its last cursor, and a reader loads
+ * the state before the cursor: a reader that sees the end of the stream
+ * sees every byte before it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "ring.h"
+
+#define LOAD(p)      __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v)  __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define FENCE()      __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+#define WRITER_STATES (LISM_RING_DONE_WRITING | LISM_RING_CLOSED | LISM_RING_ABORT)
+
+/* Bytes from @a to @b in a ring of @size (negative if @b is behind). */
+static __s64 distance(struct lism_cursor a, struct lism_cursor b, __u32 size)
+{
+	return (__s64)(__s32)(b.wrap - a.wrap) * size + (__s64)b.count - (__s64)a.count;
+}
+
+/* @c moved on by @n <= @size bytes (count stays below size). */
+static struct lism_cursor advance(struct lism_cursor c, __u32 n, __u32 size)
+{
+	__u64 pos = (__u64)c.count + n;
+
+	if (pos >= size) {
+		pos -= size;
+		c.wrap++;
+	}
+	c.count = (__u32)pos;
+	return c;
+}
+
+static size_t iov_total(const struct iovec *iov, int iovcnt)
+{
+	size_t total = 0;
+
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > SSIZE_MAX - total)
+			return SSIZE_MAX;
+		total += iov[i].iov_len;
+	}
+	return total;
+}
+
+/* Copy @n bytes between the iovecs and the ring, from ring offset @off on,
+ * wrapping at @size.  @n is at most the iovecs' length and @size. */
+static void copy_ring(unsigned char *ring, __u32 size, __u32 off, const struct iovec *iov, size_t n,
+		      bool into_ring)
+{
+	size_t in_iov = 0;
+
+	while (n) {
+		size_t chunk = iov->iov_len - in_iov;
+
+		if (chunk > n)
+			chunk = n;
+		if (chunk > size - off)
+			chunk = size - off;
+		if (chunk) { /* an empty iovec's base may be NULL: no arithmetic on it */
+			unsigned char *p = (unsigned char *)iov->iov_base + in_iov;
+
+			if (into_ring)
+				memcpy(ring + off, p, chunk);
+			else
+				memcpy(p, ring + off, chunk);
+		}
+		n -= chunk;
+		off += chunk;
+		if (off == size)
+			off = 0;
+		in_iov += chunk;
+		if (in_iov == iov->iov_len) {
+			iov++;
+			in_iov = 0;
+		}
+	}
+}
+
+/* The bytes the writer has put in this end's DMB, checked; -EPROTO (for
+ * good) if the producer cursor is out of the ring, ahead of the consumer by
+ * more than the ring, behind it, or moved back. */
+static __s64 load_unread(struct lism_ring_rx *rx)
+{
+	struct lism_cursor p;
+	__s64 d;
+
+	if (rx->err)
+		return rx->err;
+	p = lism_cursor_unpack(LOAD(&rx->dir->prod.cursor));
+	d = distance(rx->cons, p, rx->size);
+	if (p.count >= rx->size || d < 0 || d > rx->size || distance(rx->prod_seen, p, rx->size) < 0)
+		return rx->err = -EPROTO;
+	rx->prod_seen = p;
+	return d;
+}
+
+/* The bytes of the peer's DMB still unread, checked as load_unread(). */
+static __s64 load_used(struct lism_ring_tx *tx)
+{
+	struct lism_cursor c;
+	__s64 d;
+
+	if (tx->err)
+		return tx->err;
+	c = lism_cursor_unpack(LOAD(&tx->dir->cons.cursor));
+	d = distance(c, tx->prod, tx->size);
+	if (c.count >= tx->size || d < 0 || d > tx->size || distance(tx->cons_seen, c, tx->size) < 0)
+		return tx->err = -EPROTO;
+	tx->cons_seen = c;
+	return d;
+}
+
+int lism_ring_init(void *base, __u64 len, __u32 dmb_size, __u64 gid, __u64 token0, __u64 token1)
+{
+	struct lism_ring_hdr *h = base;
+
+	if (!dmb_size || dmb_size > LISM_RING_DMB_MAX || len != lism_ring_region_size(dmb_size))
+		return -EINVAL;
+	memset(h, 0, sizeof(*h));
+	h->version = LISM_RING_VERSION;
+	h->dmb_size = dmb_size;
+	h->gid = gid;
+	h->token[0] = token0;
+	h->token[1] = token1;
+	STORE(&h->magic, LISM_RING_MAGIC); /* last: a header with its magic is whole */
+	return 0;
+}
+
+int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, struct lism_ring_tx *tx)
+{
+	struct lism_ring_hdr *h = base;
+	__u32 size;
+
+	if (end != 0 && end != 1)
+		return -EINVAL;
+	if (len < LISM_RING_HDR_SIZE || LOAD(&h->magic) != LISM_RING_MAGIC ||
+	    LOAD(&h->version) != LISM_RING_VERSION)
+		return -EPROTO;
+	size = LOAD(&h->dmb_size); /* once: the peer may change it after */
+	if (!size || size > LISM_RING_DMB_MAX || len != lism_ring_region_size(size))
+		return -EPROTO;
+
+	*rx = (struct lism_ring_rx){
+		.dir = &h->dir[end],
+		.buf = (unsigned char *)base + lism_ring_dmb_offset(end, size),
+		.size = size,
+		.cons = lism_cursor_unpack(LOAD(&h->dir[end].cons.cursor)),
+	};
+	rx->prod_seen = rx->cons;
+	*tx = (struct lism_ring_tx){
+		.dir = &h->dir[!end],
+		.buf = (unsigned char *)base + lism_ring_dmb_offset(!end, size),
+		.size = size,
+		.prod = lism_cursor_unpack(LOAD(&h->dir[!end].prod.cursor)),
+		.state = LOAD(&h->dir[!end].prod.state) & WRITER_STATES,
+	};
+	/* the consumer may be anywhere up to the producer: check against the
+	 * furthest back it could be */
+	tx->cons_seen = tx->prod;
+	tx->cons_seen.wrap--;
+	if (rx->cons.count >= size || tx->prod.count >= size || load_unread(rx) < 0 || load_used(tx) < 0)
+		return -EPROTO;
+	return 0;
+}
+
+ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t want = iov_total(iov, iovcnt);
+	__u32 state;
+	__s64 n;
+
+	if (rx->err)
+		return rx->err;
+	state = LOAD(&rx->dir->prod.state); /* before the cursor: see the header comment */
+	if (state & LISM_RING_ABORT)
+		return -ECONNRESET;
+	n = load_unread(rx);
+	if (n < 0)
+		return n;
+	if (!n)
+		return state & (LISM_RING_DONE_WRITING | LISM_RING_CLOSED) ? 0 : -EAGAIN;
+	if ((size_t)n > want)
+		n = (__s64)want;
+	copy_ring((unsigned char *)rx->buf, rx->size, rx->cons.count, iov, (size_t)n, false);
+	if (!(flags & LISM_RING_PEEK)) {
+		rx->cons = advance(rx->cons, (__u32)n, rx->size);
+		STORE(&rx->dir->cons.cursor, lism_cursor_pack(rx->cons));
+	}
+	return n;
+}
+
+ssize_t lism_ring_unread(struct lism_ring_rx *rx)
+{
+	return load_unread(rx);
+}
+
+ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iovcnt)
+{
+	size_t want = iov_total(iov, iovcnt);
+	__s64 used, n;
+
+	if (tx->err)
+		return tx->err;
+	if (tx->state || (LOAD(&tx->dir->cons.state) & LISM_RING_READER_CLOSED))
+		return -EPIPE;
+	used = load_used(tx);
+	if (used < 0)
+		return used;
+	n = tx->size - used;
+	if (!n)
+		return want ? -EAGAIN : 0;
+	if ((size_t)n > want)
+		n = (__s64)want;
+	copy_ring(tx->buf, tx->size, tx->prod.count, iov, (size_t)n, true);
+	tx->prod = advance(tx->prod, (__u32)n, tx->size);
+	STORE(&tx->dir->prod.cursor, lism_cursor_pack(tx->prod));
+	return n;
+}
+
+void lism_ring_tx_set_state(struct lism_ring_tx *tx, __u32 state)
+{
+	tx->state |= state & WRITER_STATES;
+	STORE(&tx->dir->prod.state, tx->state);
+}
+
+void lism_ring_rx_close(struct lism_ring_rx *rx)
+{
+	STORE(&rx->dir->cons.state, LISM_RING_READER_CLOSED);
+}
+
+bool lism_ring_rx_arm(struct lism_ring_rx *rx)
+{
+	__atomic_store_n(&rx->dir->cons.reader_waits, 1, __ATOMIC_RELAXED);
+	FENCE();
+	if (LOAD(&rx->dir->prod.state) || load_unread(rx) != 0) {
+		__atomic_store_n(&rx->dir->cons.reader_waits, 0, __ATOMIC_RELAXED);
+		return false;
+	}
+	return true;
+}
+
+bool lism_ring_tx_ring(struct lism_ring_tx *tx)
+{
+	FENCE();
+	/* a plain load first: the common answer (nobody sleeps) writes nothing */
+	return __atomic_load_n(&tx->dir->cons.reader_waits, __ATOMIC_RELAXED) &&
+	       __atomic_exchange_n(&tx->dir->cons.reader_waits, 0, __ATOMIC_ACQ_REL);
+}
+
+bool lism_ring_tx_arm(struct lism_ring_tx *tx)
+{
+	__atomic_store_n(&tx->dir->prod.writer_waits, 1, __ATOMIC_RELAXED);
+	FENCE();
+	if ((LOAD(&tx->dir->cons.state) & LISM_RING_READER_CLOSED) || load_used(tx) != tx->size) {
+		__atomic_store_n(&tx->dir->prod.writer_waits, 0, __ATOMIC_RELAXED);
+		return false;
+	}
+	return true;
+}
+
+bool lism_ring_rx_ring(struct lism_ring_rx *rx)
+{
+	FENCE();
+	return __atomic_load_n(&rx->dir->prod.writer_waits, __ATOMIC_RELAXED) &&
+	       __atomic_exchange_n(&rx->dir->prod.writer_waits, 0, __ATOMIC_ACQ_REL);
+}

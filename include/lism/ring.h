@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * A ring DMB pair (lism exec): the shared memory of one paired connection,
+ * made by the lism device and mapped by the processes of its two ends.
+ * Page 0 is this header, then end 0's DMB, then end 1's, each dmb_size
+ * bytes.  End i reads its own DMB and its peer writes into it: one ring
+ * per direction, dir[i] being the ring into end i.
+ *
+ * Each direction's cursors are CDC-style {wrap, count} (cursor.h) packed
+ * into one 64-bit word, so that a load sees both halves of one store.  The
+ * producer line is written by the writer and the consumer line by the
+ * reader, each on its own cache line; the two wait flags are the exception
+ * (set by the waiter, taken by the side that wakes it).
+ *
+ * Invariant: 0 <= producer - consumer <= dmb_size.  The header is shared
+ * with another process, so it is untrusted: each end keeps its own cursor
+ * privately, checks the peer's against it on every load, and a broken
+ * invariant aborts the connection (exec/ring.c).
+ */
+#ifndef LISM_RING_H
+#define LISM_RING_H
+
+#include "types.h"
+#include "cursor.h"
+
+#define LISM_RING_MAGIC    0x676e69726d73696cULL /* "lismring" */
+#define LISM_RING_VERSION  1
+#define LISM_RING_HDR_SIZE 4096u
+#define LISM_RING_LINE     64
+
+/* A direction's conn_state, set by its writer (SMC's peer_done_writing,
+ * peer_conn_closed and peer_conn_abort), in the producer line. */
+enum {
+	LISM_RING_DONE_WRITING = 1u << 0, /* shutdown(SHUT_WR): EOF after the bytes written */
+	LISM_RING_CLOSED       = 1u << 1, /* the writer's end is closed: EOF after the bytes */
+	LISM_RING_ABORT        = 1u << 2, /* reset: ECONNRESET, unread bytes dropped */
+};
+
+/* The reader's state, in the consumer line: nobody will read what is written. */
+#define LISM_RING_READER_CLOSED (1u << 0)
+
+struct lism_ring_prod {
+	__u64 cursor;       /* lism_cursor_pack(): bytes written into the DMB */
+	__u32 state;        /* LISM_RING_DONE_WRITING, _CLOSED, _ABORT */
+	__u32 writer_waits; /* the writer sleeps for room: the reader rings once it frees some */
+	__u8 pad[LISM_RING_LINE - 16];
+};
+
+struct lism_ring_cons {
+	__u64 cursor;       /* lism_cursor_pack(): bytes read out of the DMB */
+	__u32 state;        /* LISM_RING_READER_CLOSED */
+	__u32 reader_waits; /* the reader sleeps for bytes: the writer rings once it writes */
+	__u8 pad[LISM_RING_LINE - 16];
+};
+
+struct lism_ring_dir {
+	struct lism_ring_prod prod;
+	struct lism_ring_cons cons;
+};
+
+struct lism_ring_hdr {
+	__u64 magic;
+	__u32 version;
+	__u32 dmb_size;   /* bytes of each DMB */
+	__u64 gid;        /* the device's GID */
+	__u64 token[2];   /* end i's DMB token: what the handshake exchanged */
+	__u8 pad[LISM_RING_LINE - 40];
+	struct lism_ring_dir dir[2];
+};
+
+/* The size of the memory of a pair of @dmb_size-byte DMBs. */
+static inline __u64 lism_ring_region_size(__u32 dmb_size)
+{
+	return LISM_RING_HDR_SIZE + 2 * (__u64)dmb_size;
+}
+
+/* The offset of end @end's DMB in the region. */
+static inline __u64 lism_ring_dmb_offset(int end, __u32 dmb_size)
+{
+	return LISM_RING_HDR_SIZE + (end ? (__u64)dmb_size : 0);
+}
+
+static inline __u64 lism_cursor_pack(struct lism_cursor c)
+{
+	return (__u64)c.wrap << 32 | c.count;
+}
+
+static inline struct lism_cursor lism_cursor_unpack(__u64 v)
+{
+	struct lism_cursor c = { .wrap = (__u32)(v >> 32), .count = (__u32)v };
+
+	return c;
+}
+
+#endif
