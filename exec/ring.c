@@ -240,11 +240,26 @@ void lism_ring_rx_close(struct lism_ring_rx *rx)
 	STORE(&rx->dir->cons.state, LISM_RING_READER_CLOSED);
 }
 
+/* A side about to sleep raises its flag, then looks again (after a full
+ * fence, against the other side's in wait_flag_take). */
+static void wait_flag_raise(__u32 *flag)
+{
+	__atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+	FENCE();
+}
+
+/* The other side, after its store: whether a sleeper needs a doorbell;
+ * a plain load first, so the common answer (nobody sleeps) writes nothing. */
+static bool wait_flag_take(__u32 *flag)
+{
+	FENCE();
+	return __atomic_load_n(flag, __ATOMIC_RELAXED) && __atomic_exchange_n(flag, 0, __ATOMIC_ACQ_REL);
+}
+
 bool lism_ring_rx_arm(struct lism_ring_rx *rx)
 {
-	__atomic_store_n(&rx->dir->cons.reader_waits, 1, __ATOMIC_RELAXED);
-	FENCE();
-	if (LOAD(&rx->dir->prod.state) || load_unread(rx) != 0) {
+	wait_flag_raise(&rx->dir->cons.reader_waits);
+	if ((LOAD(&rx->dir->prod.state) & WRITER_STATES) || load_unread(rx) != 0) {
 		__atomic_store_n(&rx->dir->cons.reader_waits, 0, __ATOMIC_RELAXED);
 		return false;
 	}
@@ -253,16 +268,12 @@ bool lism_ring_rx_arm(struct lism_ring_rx *rx)
 
 bool lism_ring_tx_ring(struct lism_ring_tx *tx)
 {
-	FENCE();
-	/* a plain load first: the common answer (nobody sleeps) writes nothing */
-	return __atomic_load_n(&tx->dir->cons.reader_waits, __ATOMIC_RELAXED) &&
-	       __atomic_exchange_n(&tx->dir->cons.reader_waits, 0, __ATOMIC_ACQ_REL);
+	return wait_flag_take(&tx->dir->cons.reader_waits);
 }
 
 bool lism_ring_tx_arm(struct lism_ring_tx *tx)
 {
-	__atomic_store_n(&tx->dir->prod.writer_waits, 1, __ATOMIC_RELAXED);
-	FENCE();
+	wait_flag_raise(&tx->dir->prod.writer_waits);
 	if ((LOAD(&tx->dir->cons.state) & LISM_RING_READER_CLOSED) || load_used(tx) != tx->size) {
 		__atomic_store_n(&tx->dir->prod.writer_waits, 0, __ATOMIC_RELAXED);
 		return false;
@@ -272,7 +283,5 @@ bool lism_ring_tx_arm(struct lism_ring_tx *tx)
 
 bool lism_ring_rx_ring(struct lism_ring_rx *rx)
 {
-	FENCE();
-	return __atomic_load_n(&rx->dir->prod.writer_waits, __ATOMIC_RELAXED) &&
-	       __atomic_exchange_n(&rx->dir->prod.writer_waits, 0, __ATOMIC_ACQ_REL);
+	return wait_flag_take(&rx->dir->prod.writer_waits);
 }
