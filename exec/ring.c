@@ -183,14 +183,22 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 
 	if (rx->err)
 		return rx->err;
+	if (!want)
+		return 0;
 	state = LOAD(&rx->dir->prod.state); /* before the cursor: see the header comment */
 	if (state & LISM_RING_ABORT)
-		return -ECONNRESET;
+		return rx->err = -ECONNRESET;
 	n = load_unread(rx);
 	if (n < 0)
 		return n;
-	if (!n)
-		return state & (LISM_RING_DONE_WRITING | LISM_RING_CLOSED) ? 0 : -EAGAIN;
+	if (rx->eof && n)
+		return rx->err = -EPROTO; /* bytes after the end of the stream */
+	if (!n) {
+		if (!(state & (LISM_RING_DONE_WRITING | LISM_RING_CLOSED)) && !rx->eof)
+			return -EAGAIN;
+		rx->eof = true;
+		return 0;
+	}
 	if ((size_t)n > want)
 		n = (__s64)want;
 	copy_ring((unsigned char *)rx->buf, rx->size, rx->cons.count, iov, (size_t)n, false);
@@ -235,9 +243,12 @@ void lism_ring_tx_set_state(struct lism_ring_tx *tx, __u32 state)
 	STORE(&tx->dir->prod.state, tx->state);
 }
 
-void lism_ring_rx_close(struct lism_ring_rx *rx)
+static bool wait_flag_take(__u32 *flag);
+
+bool lism_ring_rx_close(struct lism_ring_rx *rx)
 {
 	STORE(&rx->dir->cons.state, LISM_RING_READER_CLOSED);
+	return wait_flag_take(&rx->dir->prod.writer_waits);
 }
 
 /* A side about to sleep raises its flag, then looks again (after a full
@@ -258,6 +269,8 @@ static bool wait_flag_take(__u32 *flag)
 
 bool lism_ring_rx_arm(struct lism_ring_rx *rx)
 {
+	if (rx->err || rx->eof)
+		return false; /* recv answers at once */
 	wait_flag_raise(&rx->dir->cons.reader_waits);
 	if ((LOAD(&rx->dir->prod.state) & WRITER_STATES) || load_unread(rx) != 0) {
 		__atomic_store_n(&rx->dir->cons.reader_waits, 0, __ATOMIC_RELAXED);

@@ -8,8 +8,10 @@
  * - An end's own cursor is the private copy here, never the shared one: the
  *   peer can write anything into the header.  The peer's cursor is loaded,
  *   checked (count < size, 0 <= producer - consumer <= size, never moving
- *   back) and a broken check makes the end's every later call fail with
- *   -EPROTO, which the caller turns into a reset.  No call reads or writes
+ *   back) and a broken check makes that direction's every later call fail
+ *   with -EPROTO, which the caller turns into a reset of the connection.
+ *   Once recv said a reset or the end of the stream, it says it again,
+ *   whatever the peer writes after.  No call reads or writes
  *   outside the mapping whatever the header holds.
  * - One caller at a time per rx and per tx: the caller serializes (threads,
  *   and processes sharing the socket after fork).
@@ -39,7 +41,8 @@ struct lism_ring_rx {
 	__u32 size;
 	struct lism_cursor cons;       /* this end's consumer cursor: the authority */
 	struct lism_cursor prod_seen;  /* the peer's producer cursor as last checked */
-	int err;                       /* 0, or -EPROTO for good */
+	bool eof;                      /* recv said the end of the stream */
+	int err;                       /* 0, or -EPROTO or -ECONNRESET for good */
 };
 
 struct lism_ring_tx {
@@ -63,12 +66,14 @@ int lism_ring_init(void *base, __u64 len, __u32 dmb_size, __u64 gid, __u64 token
 int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, struct lism_ring_tx *tx);
 
 /* Copy up to the iovecs' length out of the DMB (read(2)'s answers): the
- * bytes copied; 0 at the end of the stream (the writer done or closed and
- * everything read); -EAGAIN if nothing is there yet; -ECONNRESET if the
- * writer aborted; -EPROTO if the header broke an invariant. */
+ * bytes copied; 0 for iovecs of no length, and at the end of the stream
+ * (the writer done or closed and everything read); -EAGAIN if nothing is
+ * there yet; -ECONNRESET if the writer aborted; -EPROTO if the header
+ * broke an invariant. */
 ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iovcnt, int flags);
 
-/* The bytes waiting in this end's DMB (FIONREAD), or -EPROTO. */
+/* The bytes waiting in this end's DMB (FIONREAD), or the error recv
+ * said for good (-EPROTO, -ECONNRESET). */
 ssize_t lism_ring_unread(struct lism_ring_rx *rx);
 
 /* Copy up to the iovecs' length into the peer's DMB: the bytes copied;
@@ -80,8 +85,9 @@ ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iov
  * (_ABORT): said after every byte already sent. */
 void lism_ring_tx_set_state(struct lism_ring_tx *tx, __u32 state);
 
-/* This end stops reading: the peer's sends fail with -EPIPE. */
-void lism_ring_rx_close(struct lism_ring_rx *rx);
+/* This end stops reading: the peer's sends fail with -EPIPE.  True if the
+ * peer's writer sleeps for room and needs a doorbell to learn it. */
+bool lism_ring_rx_close(struct lism_ring_rx *rx);
 
 /* The reader is about to sleep: true if it may (nothing to read, nothing
  * said); then the writer's next tx_ring answers true.  False means read

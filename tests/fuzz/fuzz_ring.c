@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * libFuzzer target: the ring reader and writer (exec/ring.c) over any
- * header state the peer can make.  The input sets the DMB size and both
- * directions' cursors, states and wait flags, then runs a sequence of
- * receives, peeks, sends, arms and further header writes.  The region is
- * allocated at its exact size, so ASan catches a copy outside it; the
- * answers must stay within what the calls promise.
+ * header state the peer can make.  The input sets the DMB size, the end,
+ * and both directions' cursors and states, then runs a sequence of
+ * receives, peeks, sends, arms, closes and further header writes (the
+ * peer's lines, and this end's own, which it must never read back).  The
+ * region is allocated at its exact size and, while a call runs, ASan
+ * poisons what that call must not touch: the header's unused tail, and
+ * the DMB of the other direction.  The answers must stay within what the
+ * calls promise, and -EPROTO, once said, is said again.
  */
 #include <errno.h>
+#include <sanitizer/asan_interface.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +35,7 @@ static uint64_t take(struct input *in, size_t bytes)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct input in = { data, size };
-	__u32 dmb = 1 + (__u32)take(&in, 1);
+	__u32 dmb = 1 + (__u32)take(&in, 2) % 4096;
 	__u64 len = lism_ring_region_size(dmb);
 	unsigned char *mem = malloc(len), buf[600];
 	struct lism_ring_hdr *h = (struct lism_ring_hdr *)mem;
@@ -50,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (lism_ring_attach(mem, len, end, &rx, &tx))
 		goto out;
+	ASAN_POISON_MEMORY_REGION(mem + sizeof(*h), LISM_RING_HDR_SIZE - sizeof(*h));
 	while (in.n) {
 		unsigned op = (unsigned)take(&in, 1);
 		size_t n = take(&in, 2) % sizeof(buf);
@@ -58,19 +63,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		switch (op % 8) {
 		case 0:
-		case 1:
+		case 1: {
+			int was = rx.err;
+
+			ASAN_POISON_MEMORY_REGION(tx.buf, dmb);
 			r = lism_ring_recv(&rx, iov, 2, op % 2 ? LISM_RING_PEEK : 0);
-			if (r > (ssize_t)n || (r < 0 && r != -EAGAIN && r != -ECONNRESET && r != -EPROTO))
+			ASAN_UNPOISON_MEMORY_REGION(tx.buf, dmb);
+			if (r > (ssize_t)n || (r < 0 && r != -EAGAIN && r != -ECONNRESET && r != -EPROTO) ||
+			    (was && r != was))
 				abort();
 			break;
-		case 2:
+		}
+		case 2: {
+			int was = tx.err;
+
+			ASAN_POISON_MEMORY_REGION(rx.buf, dmb);
 			r = lism_ring_send(&tx, iov, 2);
-			if (r > (ssize_t)n || (r < 0 && r != -EAGAIN && r != -EPIPE && r != -EPROTO))
+			ASAN_UNPOISON_MEMORY_REGION(rx.buf, dmb);
+			if (r > (ssize_t)n || (r < 0 && r != -EAGAIN && r != -EPIPE && r != -EPROTO) ||
+			    (was && r != was))
 				abort();
 			break;
+		}
 		case 3:
 			r = lism_ring_unread(&rx);
-			if (r > (ssize_t)dmb || (r < 0 && r != -EPROTO))
+			if (r > (ssize_t)dmb || (r < 0 && r != -EPROTO && r != -ECONNRESET))
 				abort();
 			break;
 		case 4:
@@ -81,20 +98,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(void)lism_ring_tx_arm(&tx);
 			(void)lism_ring_rx_ring(&rx);
 			break;
-		case 6: /* the peer writes a cursor */
-			if (op & 8)
-				rx.dir->prod.cursor = take(&in, 8);
-			else
-				tx.dir->cons.cursor = take(&in, 8);
+		case 6: /* the peer writes a cursor: its own, or this end's */
+			switch ((op >> 3) & 3) {
+			case 0: rx.dir->prod.cursor = take(&in, 8); break;
+			case 1: tx.dir->cons.cursor = take(&in, 8); break;
+			case 2: rx.dir->cons.cursor = take(&in, 8); break;
+			case 3: tx.dir->prod.cursor = take(&in, 8); break;
+			}
 			break;
-		case 7: /* the peer writes a state */
-			if (op & 8)
-				rx.dir->prod.state = (__u32)take(&in, 1);
-			else
-				tx.dir->cons.state = (__u32)take(&in, 1);
+		case 7: /* a state: the peer's, or this end's own calls */
+			switch ((op >> 3) & 3) {
+			case 0: rx.dir->prod.state = (__u32)take(&in, 1); break;
+			case 1: tx.dir->cons.state = (__u32)take(&in, 1); break;
+			case 2: lism_ring_tx_set_state(&tx, (__u32)take(&in, 1)); break;
+			case 3: (void)lism_ring_rx_close(&rx); break;
+			}
 			break;
 		}
 	}
+	ASAN_UNPOISON_MEMORY_REGION(mem + sizeof(*h), LISM_RING_HDR_SIZE - sizeof(*h));
 out:
 	free(mem);
 	return 0;

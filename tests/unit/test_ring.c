@@ -16,6 +16,8 @@
 
 #include "exec/ring.h"
 
+_Static_assert(sizeof(struct lism_ring_hdr) <= LISM_RING_HDR_SIZE, "the header fits its page");
+
 struct pair {
 	void *mem;
 	__u64 len;
@@ -78,7 +80,6 @@ Test(ring, init_and_attach_check_the_layout)
 	h->dmb_size = size;
 	h->version = 2;
 	cr_assert_eq(lism_ring_attach(mem, len, 0, &rx, &tx), -EPROTO);
-	cr_assert(sizeof(struct lism_ring_hdr) <= LISM_RING_HDR_SIZE);
 	cr_assert_eq(offsetof(struct lism_ring_hdr, dir) % LISM_RING_LINE, 0);
 	cr_assert_eq(offsetof(struct lism_ring_dir, cons), LISM_RING_LINE, "each side on its own line");
 	free(mem);
@@ -117,10 +118,10 @@ Test(ring, stream_arrives_byte_exact_through_wraps)
 		}
 		size_t want = 1 + rand_r(&seed) % 1500;
 		unsigned char peek[1500];
-		struct iovec iov[2] = { { dst + got, want / 3 }, { dst + got + want / 3, want - want / 3 } };
 
 		if (want > TOTAL - got)
 			continue;
+		struct iovec iov[2] = { { dst + got, want / 3 }, { dst + got + want / 3, want - want / 3 } };
 		ssize_t k = recv_buf(&p.rx[1], peek, want, LISM_RING_PEEK);
 		ssize_t n = lism_ring_recv(&p.rx[1], iov, 2, 0);
 		cr_assert_eq(k, n, "a peek sees what the read then takes");
@@ -173,6 +174,11 @@ Test(ring, end_of_stream_comes_after_every_byte)
 	cr_assert_eq(memcmp(out, "last words", 10), 0);
 	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), 0, "EOF");
 	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), 0, "and EOF again");
+	p.h->dir[1].prod.state = 0;
+	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), 0, "EOF stays, whatever the peer writes");
+	cr_assert_not(lism_ring_rx_arm(&p.rx[1]), "no sleep after EOF");
+	p.h->dir[1].prod.cursor = lism_cursor_pack((struct lism_cursor){ 0, 12 });
+	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), -EPROTO, "bytes after EOF");
 	cr_assert_eq(send_buf(&p.tx[1], "reply", 5), 5, "half-close: the other way still flows");
 	cr_assert_eq(recv_buf(&p.rx[0], out, sizeof(out), 0), 5);
 	pair_close(&p);
@@ -188,6 +194,8 @@ Test(ring, abort_drops_unread_bytes_and_resets)
 	lism_ring_tx_set_state(&p.tx[0], LISM_RING_ABORT);
 	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), -ECONNRESET);
 	cr_assert_eq(lism_ring_rx_arm(&p.rx[1]), false, "a reset wakes the reader");
+	p.h->dir[1].prod.state = 0;
+	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), -ECONNRESET, "a reset stays");
 	pair_close(&p);
 }
 
@@ -195,8 +203,10 @@ Test(ring, a_closed_reader_fails_the_writer_with_epipe)
 {
 	struct pair p;
 
-	pair_open(&p, 64);
-	lism_ring_rx_close(&p.rx[1]);
+	pair_open(&p, 8);
+	cr_assert_eq(send_buf(&p.tx[0], "12345678", 8), 8);
+	cr_assert(lism_ring_tx_arm(&p.tx[0]), "full: the writer sleeps");
+	cr_assert(lism_ring_rx_close(&p.rx[1]), "the close wakes it");
 	cr_assert_eq(send_buf(&p.tx[0], "x", 1), -EPIPE);
 	cr_assert_eq(lism_ring_tx_arm(&p.tx[0]), false);
 	pair_close(&p);
@@ -247,7 +257,7 @@ Test(ring, a_producer_cursor_moving_back_is_refused)
 Test(ring, a_broken_consumer_cursor_is_refused_for_good)
 {
 	struct lism_cursor bad[] = {
-		{ 0, 64 },          /* count out of the ring */
+		{ 0xffffffffu, 64 }, /* count out of the ring, the distance right */
 		{ 0, 9 },           /* ahead of the producer */
 		{ 0xffffffffu, 7 }, /* behind the producer by more than the ring */
 	};
@@ -263,6 +273,33 @@ Test(ring, a_broken_consumer_cursor_is_refused_for_good)
 		cr_assert_eq(send_buf(&p.tx[0], "x", 1), -EPROTO, "sticky, case %zu", i);
 		pair_close(&p);
 	}
+}
+
+Test(ring, a_consumer_cursor_moving_back_is_refused)
+{
+	struct pair p;
+	char out[8];
+
+	pair_open(&p, 64);
+	cr_assert_eq(send_buf(&p.tx[0], "12345678", 8), 8);
+	cr_assert_eq(recv_buf(&p.rx[1], out, 4, 0), 4);
+	cr_assert_eq(send_buf(&p.tx[0], "x", 1), 1);
+	p.h->dir[1].cons.cursor = 0;
+	cr_assert_eq(send_buf(&p.tx[0], "x", 1), -EPROTO, "0 bytes read, once 4: moved back");
+	pair_close(&p);
+}
+
+Test(ring, a_read_of_no_bytes_says_0)
+{
+	struct pair p;
+	char out[1];
+
+	pair_open(&p, 64);
+	cr_assert_eq(recv_buf(&p.rx[1], out, 0, 0), 0, "as read(2), even on an empty ring");
+	cr_assert_eq(send_buf(&p.tx[0], "ab", 2), 2);
+	cr_assert_eq(recv_buf(&p.rx[1], out, 0, 0), 0);
+	cr_assert_eq(lism_ring_unread(&p.rx[1]), 2, "and takes nothing");
+	pair_close(&p);
 }
 
 Test(ring, attach_takes_the_cursors_the_header_holds)
@@ -321,27 +358,48 @@ Test(ring, arm_refuses_to_sleep_on_bytes_or_a_state)
 }
 
 /* Two threads, a 4 KiB ring, 64 MiB, the wait protocol with a pipe for
- * each doorbell and no timeout on the sleep but a bound on the test: a lost
- * wakeup hangs a side, which the poll timeout turns into a failure. */
+ * each doorbell.  A side empties its pipe before it arms, so that no
+ * doorbell left from an earlier sleep ends a later one: a lost wakeup
+ * leaves a side asleep, which ten seconds without a doorbell turn into a
+ * failure.  Only sleeps that found no doorbell waiting count as sleeps. */
 struct side {
 	struct pair *p;
 	int bell_in, bell_out; /* sleep on bell_in, ring bell_out */
 	__u64 sum, bytes, sleeps, rings;
 	int fail;
+	int *stop;             /* the other side failed: stop waiting */
 };
 
 #define STRESS_BYTES (64ull << 20)
 
+static void drain_bells(struct side *s)
+{
+	char drain[64];
+
+	while (read(s->bell_in, drain, sizeof(drain)) > 0)
+		;
+}
+
 static int sleep_on(struct side *s)
 {
 	struct pollfd pfd = { .fd = s->bell_in, .events = POLLIN };
-	char drain[64];
 
+	if (poll(&pfd, 1, 0) == 1)
+		return 0;
 	s->sleeps++;
-	if (poll(&pfd, 1, 10000) != 1)
-		return -1; /* ten seconds without a doorbell: one was lost */
-	(void)!read(s->bell_in, drain, sizeof(drain));
-	return 0;
+	for (int slice = 0; slice < 100; slice++) {
+		if (poll(&pfd, 1, 100) == 1)
+			return 0;
+		if (__atomic_load_n(s->stop, __ATOMIC_RELAXED))
+			return -2;
+	}
+	return -1; /* ten seconds without a doorbell: one was lost */
+}
+
+static void fail(struct side *s, int why)
+{
+	s->fail = why;
+	__atomic_store_n(s->stop, 1, __ATOMIC_RELAXED);
 }
 
 static void ring_bell(struct side *s)
@@ -382,11 +440,16 @@ static void *writer(void *arg)
 				if (lism_ring_tx_ring(&s->p->tx[0]))
 					ring_bell(s);
 			} else if (k != -EAGAIN) {
-				s->fail = 1;
+				fail(s, 1);
 				return NULL;
-			} else if (lism_ring_tx_arm(&s->p->tx[0]) && sleep_on(s)) {
-				s->fail = 2;
-				return NULL;
+			} else {
+				int err;
+
+				drain_bells(s);
+				if (lism_ring_tx_arm(&s->p->tx[0]) && (err = sleep_on(s))) {
+					fail(s, -err + 1);
+					return NULL;
+				}
 			}
 		}
 		s->bytes += n;
@@ -414,11 +477,16 @@ static void *reader(void *arg)
 		} else if (k == 0) {
 			return NULL;
 		} else if (k != -EAGAIN) {
-			s->fail = 1;
+			fail(s, 1);
 			return NULL;
-		} else if (lism_ring_rx_arm(&s->p->rx[1]) && sleep_on(s)) {
-			s->fail = 2;
-			return NULL;
+		} else {
+			int err;
+
+			drain_bells(s);
+			if (lism_ring_rx_arm(&s->p->rx[1]) && (err = sleep_on(s))) {
+				fail(s, -err + 1);
+				return NULL;
+			}
 		}
 	}
 }
@@ -432,18 +500,19 @@ Test(ring, two_threads_stream_checksummed_with_no_lost_wakeup, .timeout = 120)
 	pair_open(&p, 4096);
 	cr_assert_eq(pipe2(to_reader, O_NONBLOCK), 0);
 	cr_assert_eq(pipe2(to_writer, O_NONBLOCK), 0);
-	struct side w = { .p = &p, .bell_in = to_writer[0], .bell_out = to_reader[1], .sum = 1 };
-	struct side r = { .p = &p, .bell_in = to_reader[0], .bell_out = to_writer[1], .sum = 1 };
+	int stop = 0;
+	struct side w = { .p = &p, .bell_in = to_writer[0], .bell_out = to_reader[1], .sum = 1, .stop = &stop };
+	struct side r = { .p = &p, .bell_in = to_reader[0], .bell_out = to_writer[1], .sum = 1, .stop = &stop };
 
 	pthread_create(&tw, NULL, writer, &w);
 	pthread_create(&tr, NULL, reader, &r);
 	pthread_join(tw, NULL);
 	pthread_join(tr, NULL);
-	cr_assert_eq(w.fail, 0, "writer failed (%d: 2 is a lost wakeup)", w.fail);
-	cr_assert_eq(r.fail, 0, "reader failed (%d: 2 is a lost wakeup)", r.fail);
+	cr_assert_eq(w.fail, 0, "writer failed (%d: 2 is a lost wakeup, 3 the reader failing)", w.fail);
+	cr_assert_eq(r.fail, 0, "reader failed (%d: 2 is a lost wakeup, 3 the writer failing)", r.fail);
 	cr_assert_eq(r.bytes, STRESS_BYTES);
 	cr_assert_eq(r.sum, w.sum, "checksums differ");
-	cr_assert(w.sleeps + r.sleeps > 0, "nobody ever slept: the wait protocol went untested");
+	cr_assert(w.sleeps + r.sleeps > 0, "nobody ever blocked: the wait protocol went untested");
 	cr_log_info("ring stress: writer slept %llu rang %llu, reader slept %llu rang %llu",
 		    (unsigned long long)w.sleeps, (unsigned long long)w.rings,
 		    (unsigned long long)r.sleeps, (unsigned long long)r.rings);
