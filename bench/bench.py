@@ -23,18 +23,14 @@ Modes:
   heuristic wins there, for a higher-is-better unit):
   lism-eager      --eager-senders: every paired socket a sender from the
                   handshake (no sender rules, include/lism/sender.h)
-  lism-no-stream  --no-stream-detect (include/lism/stream.h)
   lism-no-churn   --no-churn-detect (include/lism/churn.h)
-  lism-ab-no-stream, lism-ab-no-pass-ahead, lism-ab-no-sync-stuck
-                  the same against lism-ab, on its (blocking) workloads:
-                  the streams the default policy keeps on TCP
   lism-old        BENCH_LISM_OLD=path/to/lism: another build's lism (an A/B
                   of two builds, interleaved like every other mode)
-  lism-no-pass-ahead, lism-no-sync-stuck, lism-no-bulk-sndbuf
-                  LISM_ABLATE=... (include/lism/ablate.h): the streaming
-                  send's pass-ahead (stream.h), a sender's leave when its
-                  window went mostly to TCP, a bulk joiner's SO_SNDBUF
-                  (sender.h)
+  lism-ab-old     the same against lism-ab, on its (blocking) workloads
+  lism-no-bulk-sndbuf
+                  LISM_ABLATE=bulk-sndbuf (include/lism/ablate.h): a bulk
+                  joiner's SO_SNDBUF (sender.h)
+  A mode named lism-ab-* is measured against lism-ab, on its workloads.
 
 Environment: BENCH_QUICK=1 (one short round), BENCH_ROUNDS, BENCH_SECONDS,
 BENCH_ONLY=regex (workload names), BENCH_MODES=tcp,lism,..., BENCH_SEED
@@ -368,16 +364,14 @@ def settle(idle_share=0.9, window=0.2, limit=5.0):
 
 # ---------------------------------------------------------------- modes
 
-ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-stream": ["--no-stream-detect"],
-             "lism-no-churn": ["--no-churn-detect"], "lism-no-pass-ahead": ["LISM_ABLATE=pass-ahead"],
-             "lism-no-sync-stuck": ["LISM_ABLATE=sync-stuck"], "lism-no-bulk-sndbuf": ["LISM_ABLATE=bulk-sndbuf"],
-             # against lism-ab, on its workloads: what the default policy keeps on TCP
-             "lism-ab-no-stream": ["--no-stream-detect"], "lism-ab-no-pass-ahead": ["LISM_ABLATE=pass-ahead"],
-             "lism-ab-no-sync-stuck": ["LISM_ABLATE=sync-stuck"]}
-# BENCH_LISM_OLD=path/to/lism: mode lism-old, another build's lism, interleaved with this one (an A/B)
+ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-churn": ["--no-churn-detect"],
+             "lism-no-bulk-sndbuf": ["LISM_ABLATE=bulk-sndbuf"]}
+# BENCH_LISM_OLD=path/to/lism: modes lism-old and lism-ab-old, another build's lism, interleaved
+# with this one (an A/B)
 LISM_OLD = os.environ.get("BENCH_LISM_OLD")
 if LISM_OLD:
     ABLATIONS["lism-old"] = ["build " + LISM_OLD]
+    ABLATIONS["lism-ab-old"] = ["build " + LISM_OLD]
 LISM_MODES = ("lism", "lism-ab") + tuple(ABLATIONS)
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
 AB_ARGS = ["--allow-blocking", "--eager-senders"]
@@ -411,8 +405,8 @@ def lism_env(mode):
 
 
 def lism_bin(mode):
-    """The lism binary of @mode: this build's, or BENCH_LISM_OLD's for lism-old."""
-    return LISM_OLD if mode == "lism-old" else LISM
+    """The lism binary of @mode: this build's, or BENCH_LISM_OLD's for lism-old and lism-ab-old."""
+    return LISM_OLD if mode in ("lism-old", "lism-ab-old") else LISM
 
 
 class Bench:

@@ -150,7 +150,7 @@ static __always_inline void close_own(struct lism_sk *st, struct lism_dmb *e, __
 static __always_inline void fallback_own(struct lism_sk *st, const struct tcp_sock *tp,
 					 struct lism_dmb *e, __u8 reason)
 {
-	account_uncounted(st, tp); /* its sends no longer run the sk_msg program */
+	account_unseen(st, tp); /* sent before it was a sender: its sends no longer run the sk_msg program */
 	st->state = LISM_ST_FALLBACK;
 	st->reason = reason;
 	st->tx = LISM_TX_TCP;

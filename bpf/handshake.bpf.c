@@ -501,7 +501,6 @@ static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device
 		return -1;
 	tp = bpf_skc_to_tcp_sock(sk);
 	st->flags = ((d->flags & LISM_DEV_F_ALLOW_BLOCKING) ? LISM_SKF_ALLOW_BLOCKING : 0) |
-		    ((d->flags & LISM_DEV_F_NO_STREAM_DETECT) ? LISM_SKF_NO_STREAM_DETECT : 0) |
 		    (st->role == LISM_ROLE_ACTIVE || (d->flags & LISM_DEV_F_ALLOW_BLOCKING) ?
 			     LISM_SKF_MODE_KNOWN : 0);
 	if (!(d->flags & LISM_DEV_F_EAGER_SENDERS)) {
@@ -514,7 +513,6 @@ static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device
 			bpf_map_delete_elem(&shortcut, &key);
 			return -1;
 		}
-		sender_window_begin(st, tp);
 		st->sender = LISM_SND_JOINED;
 	}
 	if (st->role == LISM_ROLE_PASSIVE) /* the active end published itself at connect() */
@@ -728,8 +726,6 @@ static void on_state(struct bpf_sock_ops *s)
 	if (e && e->state != LISM_ST_FALLBACK)
 		account_unseen(st, bpf_skc_to_tcp_sock(sk));
 	st->flags &= ~LISM_SKF_UNSEEN;
-	if (st->stream.passing) /* no send of ours runs the sk_msg program any more */
-		account_passed(st, bpf_skc_to_tcp_sock(sk));
 	if (!e) { /* released by the peer's decline */
 		stat_add(LISM_S_TOKEN_LOST, 1);
 		st->token = 0;

@@ -328,20 +328,6 @@ static __always_inline void count_tcp_bytes(const struct lism_sk *st, __u64 n)
 }
 
 /*
- * Account the bytes that a verdict passed ahead (lism/stream.h) sent to TCP
- * without the sk_msg program seeing them: at its next run, or when the
- * socket stops sending (state change).
- */
-static __always_inline void account_passed(struct lism_sk *st, const struct tcp_sock *tp)
-{
-	__u32 passed = tp ? lism_stream_passed(&st->stream, tp->write_seq) : 0;
-
-	st->stream.passing = 0;
-	if (passed)
-		count_tcp_bytes(st, passed);
-}
-
-/*
  * Account what a member sent before its sends ran the sk_msg program
  * (sender.h): at its first send as a sender, or when it stops sending.
  */
@@ -357,18 +343,6 @@ static __always_inline void account_unseen(struct lism_sk *st, const struct tcp_
 		count_tcp_bytes(st, unseen);
 }
 
-/*
- * Everything this socket sent over TCP that no sk_msg run counted yet:
- * before it was a sender, and what a verdict passed ahead.  At its next
- * send, or when its sends stop running the sk_msg program.
- */
-static __always_inline void account_uncounted(struct lism_sk *st, const struct tcp_sock *tp)
-{
-	account_unseen(st, tp);
-	if (st->stream.passing)
-		account_passed(st, tp);
-}
-
 /* A sender's peer may receive redirects from now on (LISM_CONN_PEER_SENDS); its entry. */
 static __always_inline struct lism_dmb *mark_peer_receives(const struct lism_sk *st)
 {
@@ -382,14 +356,6 @@ static __always_inline struct lism_dmb *mark_peer_receives(const struct lism_sk 
 	if (pe->token != st->peer_token && !(old & LISM_CONN_PEER_SENDS))
 		__sync_fetch_and_and(&pe->conn_flags, ~LISM_CONN_PEER_SENDS);
 	return pe;
-}
-
-/* A sender's first window of sends (sender.h) begins: at its join, or when a leave was refused. */
-static __always_inline void sender_window_begin(struct lism_sk *st, const struct tcp_sock *tp)
-{
-	st->win_seq = tp ? tp->write_seq : 0;
-	st->sc_seq = st->win_seq;
-	st->win_sc = 0;
 }
 
 /* From now on its sends go to TCP unseen until it joins the senders (sender.h). */

@@ -14,8 +14,8 @@
  * The active end asks all six at connect(), the passive end 4-6 for the
  * SYN it answers (policy_decline(), then policy_decline_blocking()), and
  * 2 again once established.  After engagement, which members' sends run
- * the data path is the sender rules' (sender.h), and which sends of a
- * sender take the shortcut the stream rules' (stream.h).
+ * the data path is the sender rules' (sender.h); a sender's send takes the
+ * shortcut whenever order and the peer's DMB bound allow (shortcut.bpf.c).
  * docs/semantics.md says the same for users.
  */
 #ifndef LISM_POLICY_BPF_H

@@ -57,7 +57,6 @@ static __always_inline void sender_join_one(__u64 token)
 	}
 	/* before its first send can redirect: a blocking peer must not leave after it */
 	pe = mark_peer_receives(st);
-	sender_window_begin(st, bpf_skc_to_tcp_sock(sk));
 	if (bpf_map_update_elem(&senders, &token, sk, BPF_NOEXIST)) {
 		/* the kernel takes only established sockets: a half-closed one stays on TCP */
 		st->sender = LISM_SND_TCP;
@@ -89,14 +88,11 @@ out:
 }
 
 /*
- * A sender leaves both maps (sender.h): its window went mostly to TCP, or
- * its peer is gone.  Its socket is plain TCP again (a psock keeps its sk_msg
- * program while any map holds it).  Only while nothing can be redirected
- * to it: its peer is no sender (a late join of the peer runs in this
- * callback too, which never runs twice at once; an eager one happened at
- * the handshake), or the pair is over (either entry released: the peer's
- * program then sends over TCP), and its own shortcut queue is empty
- * (leaving would drop what is unread).  Else it is a sender again.
+ * A sender whose peer is gone leaves both maps (sender.h): its socket is
+ * plain TCP again (a psock keeps its sk_msg program while any map holds
+ * it).  Only while nothing can be redirected to it: the pair is over (its
+ * peer's entry released, so the peer's program sends over TCP), and its
+ * own shortcut queue is empty (leaving would drop what is unread).
  */
 static __always_inline void sender_leave_one(__u64 token)
 {
@@ -104,62 +100,33 @@ static __always_inline void sender_leave_one(__u64 token)
 	struct lism_dmb *me, *pe;
 	struct tcp_sock *tp;
 	struct lism_sk *st;
-	__u64 ptoken;
 
 	if (!sk)
 		return; /* it closed since it queued */
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
 	if (!st || st->token != token || st->sender != LISM_SND_LEAVING)
 		goto out;
-	ptoken = st->peer_token;
 	me = dmb_by_token(token);
-	pe = dmb_by_token(ptoken);
+	pe = dmb_by_token(st->peer_token);
 	tp = bpf_skc_to_tcp_sock(sk);
-	if (!tp || (me && pe && (me->conn_flags & LISM_CONN_PEER_SENDS)) ||
-	    sock_shortcut_unread((const struct sock *)tp)) {
+	if (!tp || pe || sock_shortcut_unread((const struct sock *)tp)) {
 		stat_add(LISM_S_SENDER_LEAVES_REFUSED, 1);
-		if (!me || !pe) {
-			/*
-			 * The pair is over, but its shortcut queue still holds
-			 * bytes: its next send (to TCP) asks again, until its
-			 * reader has read them.  Sending TCP from SENDER_TCP, it
-			 * would stay in both maps for its life.
-			 */
-			int again = tp && me; /* its own entry gone too: as before */
-
-			st->sender = again ? LISM_SND_JOINED : LISM_SND_TCP;
-			st->tx = again ? LISM_TX_SYNC : LISM_TX_TCP;
-			goto out;
-		}
-		/* its sends run the data path again, from SYNC (its program leaves tx alone meanwhile) */
-		sender_window_begin(st, tp);
+		/*
+		 * Its next send asks again (its reader may have read what its
+		 * queue holds by then), or runs the data path if the pair goes
+		 * on after all.  Its own entry gone too, it stays on TCP.
+		 */
 		st->sender = LISM_SND_JOINED;
-		st->tx = LISM_TX_SYNC;
+		st->tx = tp && me ? LISM_TX_SYNC : LISM_TX_TCP;
 		goto out;
 	}
-	account_uncounted(st, tp); /* its sends no longer run the sk_msg program */
+	account_unseen(st, tp); /* its sends no longer run the sk_msg program */
 	bpf_map_delete_elem(&senders, &token);
 	bpf_map_delete_elem(&shortcut, &token);
 	st->tx = LISM_TX_TCP;
 	st->sender = LISM_SND_TCP;
 	stat_add(LISM_S_SENDERS_LEFT, 1);
-	if (!me || !pe)
-		goto out; /* the pair was over already: its close releases what is left */
-	/*
-	 * Its close() may run meanwhile (the timer does not hold the socket
-	 * lock): only a confirmed entry that is still its own falls back, and
-	 * release_own() has exactly one winner.
-	 */
-	if (__sync_val_compare_and_swap(&me->state, LISM_ST_CONFIRMED, LISM_ST_FALLBACK) !=
-	    LISM_ST_CONFIRMED)
-		goto out; /* it fell back already, for its own reason */
-	if (__sync_fetch_and_add(&me->token, 0) != token) {
-		__sync_val_compare_and_swap(&me->state, LISM_ST_FALLBACK, LISM_ST_CONFIRMED);
-		goto out;
-	}
-	fallback_own(st, tp, me, LISM_R_SYNC_STUCK);
-	/* its reader reads what its DMB holds, then TCP: it stays a member until it closes */
-	decline_peer_entry(ptoken, LISM_R_SYNC_STUCK);
+	/* its close releases what is left of its own entry */
 out:
 	bpf_sk_release(sk);
 }

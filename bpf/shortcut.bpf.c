@@ -14,9 +14,7 @@
  * peer's DMB bound would be exceeded, so a reader that stops reading gets
  * TCP's flow control instead of unbounded kernel memory: at most the DMB
  * size plus one send (one sk_msg, at most MAX_MSG_FRAGS pages) stays unread.
- * A direction whose reader keeps falling behind a stream of small sends
- * also goes to TCP for a while, where such streams run faster (stream.h).
- * A sender that sends less than half through the shortcut leaves (sender.h).
+ * A sender whose peer is gone leaves (sender.h).
  */
 #include "sender.bpf.h"
 #include "lism/rmem.h"
@@ -127,25 +125,9 @@ static __always_inline int nonblocking_reader(__u64 addr)
 }
 
 /*
- * This send stays on TCP while the direction streams: let the next sends'
- * bytes pass to TCP without running this program (stream.h).
- */
-static __always_inline void pass_ahead(struct sk_msg_md *msg, struct lism_sk *st,
-				       const struct tcp_sock *tp, __u32 size)
-{
-	__u32 n;
-
-	if (lism_ablate & LISM_ABLATE_PASS_AHEAD)
-		return;
-	n = tp ? lism_stream_pass_ahead(&st->stream, tp->write_seq, size) : 0;
-
-	if (n)
-		bpf_msg_apply_bytes(msg, n);
-}
-
-/*
- * Ask the sender timer to take this sender out of both maps (sender.h);
- * its sends go to TCP from now on.  It queues once.  0 if the queue is full.
+ * Ask the sender timer to take this sender, whose peer is gone, out of both
+ * maps (sender.h); its sends go to TCP from now on.  It queues once.  0 if
+ * the queue is full.
  */
 static __always_inline int queue_leave(struct lism_sk *st)
 {
@@ -161,40 +143,6 @@ static __always_inline int queue_leave(struct lism_sk *st)
 	st->sender = LISM_SND_JOINED; /* its caller decides what tx becomes */
 	st->tx = LISM_TX_SYNC;
 	return 0;
-}
-
-/*
- * Judge this sender's window (sender.h) once it is full: less than half
- * through the shortcut, its last 64 MiB on TCP, and its peer never
- * redirects to it: it leaves.  Then a new window begins.
- */
-static __always_inline void judge_window(struct lism_sk *st, const struct tcp_sock *tp)
-{
-	struct lism_dmb *me;
-
-	if (st->sender != LISM_SND_JOINED || !tp)
-		return;
-	switch (lism_sender_window(tp->write_seq - st->win_seq, st->win_sc, tp->write_seq - st->sc_seq)) {
-	case LISM_SENDER_WINDOW_OPEN:
-		return;
-	case LISM_SENDER_WINDOW_NEXT:
-		break;
-	case LISM_SENDER_WINDOW_LEAVE:
-		if (lism_ablate & LISM_ABLATE_SYNC_STUCK)
-			break;
-		me = dmb_get(st->slot);
-		if (!me || me->token != st->token)
-			break;
-		if (me->conn_flags & LISM_CONN_PEER_SENDS) {
-			stat_add(LISM_S_SENDER_LEAVES_REFUSED, 1); /* a leave would drop its redirects */
-			break;
-		}
-		if (queue_leave(st))
-			return;
-		break;
-	}
-	st->win_seq = tp->write_seq;
-	st->win_sc = 0;
 }
 
 const volatile bool lism_test_reject = false; /* LISM_TEST_REJECT_POINT */
@@ -225,7 +173,7 @@ int lism_msg(struct sk_msg_md *msg)
 		return SK_PASS;
 	lism_churn_count_send(&st->sent, size);
 	tp = bpf_skc_to_tcp_sock(sk);
-	account_uncounted(st, tp); /* at its first send as a sender: what went to TCP before (sender.h) */
+	account_unseen(st, tp); /* at its first send as a sender: what went to TCP before (sender.h) */
 	slot = st->peer_slot;
 	pe = dmb_get(slot);
 	owner = bpf_map_lookup_elem(&dmb_owner, &slot);
@@ -260,18 +208,9 @@ int lism_msg(struct sk_msg_md *msg)
 	if (pe->conn_flags & LISM_CONN_SEEN_BLOCKING)
 		__sync_fetch_and_and(&pe->conn_flags, ~LISM_CONN_SEEN_BLOCKING);
 
-	/* a stream found earlier keeps TCP for a while (stream.h) */
-	if (st->stream.hold_until && lism_stream_held(&st->stream, bpf_ktime_get_ns())) {
-		stat_add(LISM_S_STREAM_TCP, 1);
-		pass_ahead(msg, st, tp, size);
-		goto tcp;
-	}
 	if (st->tx == LISM_TX_SYNC) {
 		if (!tp || tcp_view(peer)->copied_seq != tp->write_seq) {
 			stat_add(LISM_S_SYNC_HOLDS, 1);
-			/* still behind the TCP bytes of a stream: it streams on */
-			if (lism_stream_active(&st->stream))
-				pass_ahead(msg, st, tp, size);
 			goto tcp;
 		}
 		st->tx = LISM_TX_SHORTCUT;
@@ -290,13 +229,6 @@ int lism_msg(struct sk_msg_md *msg)
 		stat_add(LISM_S_PEER_MEM_TIGHT, 1);
 		goto tcp;
 	}
-	if (!(st->flags & LISM_SKF_NO_STREAM_DETECT) && lism_stream_note(&st->stream, unread, size)) {
-		lism_stream_start_hold(&st->stream, bpf_ktime_get_ns()); /* tcp: below syncs */
-		stat_add(LISM_S_STREAM_HOLDS, 1);
-		stat_add(LISM_S_STREAM_TCP, 1);
-		pass_ahead(msg, st, tp, size);
-		goto tcp;
-	}
 	if (bpf_msg_redirect_hash(msg, &shortcut, &st->peer_token, BPF_F_INGRESS) != SK_PASS) {
 		st->tx = LISM_TX_SYNC;
 		stat_add(LISM_S_REDIRECT_MISS, 1);
@@ -305,10 +237,6 @@ int lism_msg(struct sk_msg_md *msg)
 	/* the cursors and the send count are derived where they are read (cursor.h, "sizes") */
 	pe->rx_bytes += size;
 	pe->rx_msgs += 1;
-	st->win_sc += size;
-	if (tp)
-		st->sc_seq = tp->write_seq; /* redirects leave it alone */
-	judge_window(st, tp);
 	stat_add(LISM_S_SC_BYTES, size);
 	bucket = lism_hist_bucket(size);
 	hist = bpf_map_lookup_elem(&sizes, &bucket);
@@ -325,7 +253,6 @@ tcp:
 	 */
 	if (st->tx == LISM_TX_SHORTCUT)
 		st->tx = LISM_TX_SYNC;
-	judge_window(st, tp);
 	count_tcp_bytes(st, size);
 	stat_add(LISM_S_TCP_MSGS, 1);
 	return SK_PASS;

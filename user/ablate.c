@@ -10,8 +10,6 @@ static const struct {
 	const char *name;
 	__u32 bit;
 } ablations[] = {
-	{ "pass-ahead", LISM_ABLATE_PASS_AHEAD },
-	{ "sync-stuck", LISM_ABLATE_SYNC_STUCK },
 	{ "bulk-sndbuf", LISM_ABLATE_BULK_SNDBUF },
 };
 

@@ -6,7 +6,7 @@
 #include <linux/types.h>
 #include <stddef.h>
 
-/* "pass-ahead,sync-stuck" (NULL or "": none) into LISM_ABLATE_* bits: 0, or -EINVAL for a name it lacks. */
+/* "bulk-sndbuf" (NULL or "": none) into LISM_ABLATE_* bits: 0, or -EINVAL for a name it lacks. */
 int lism_ablate_parse(const char *list, __u32 *mask);
 /* The names of @mask, comma-separated, into @buf. */
 void lism_ablate_format(__u32 mask, char *buf, size_t len);

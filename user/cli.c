@@ -45,7 +45,7 @@ void lism_usage(FILE *f)
 		"           [--cgroup PATH] [--max-dmbs N] [--dmb-size BYTES] [--local-cidr CIDR]...\n"
 		"           [--exclude-cidr CIDR]... [--exclude-port PORT]... [--include-port PORT]...\n"
 		"           [--local-routes on|off]  (on: also this node's pods, from its routes)\n"
-		"           [--allow-blocking] [--no-stream-detect] [--no-churn-detect]\n"
+		"           [--allow-blocking] [--no-churn-detect]\n"
 		"           [--churn-window MS] [--senders adaptive|eager] [--upgrade] [--mount-bpffs]\n"
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
 		"           [--timeout SECONDS] [--force] [--stay]  (--stay: then wait for SIGTERM)\n"
@@ -265,7 +265,6 @@ enum {
 	OPT_SOFT,
 	OPT_EXCLUDE_CIDR,
 	OPT_UPGRADE,
-	OPT_NO_STREAM_DETECT,
 	OPT_NO_CHURN_DETECT,
 	OPT_EAGER_SENDERS,
 	OPT_SENDERS,
@@ -287,7 +286,6 @@ static const struct option longopts[] = {
 	{ "local-routes", required_argument, NULL, OPT_LOCAL_ROUTES },
 	{ "upgrade", no_argument, NULL, OPT_UPGRADE },
 	{ "allow-blocking", no_argument, NULL, OPT_ALLOW_BLOCKING },
-	{ "no-stream-detect", no_argument, NULL, OPT_NO_STREAM_DETECT },
 	{ "no-churn-detect", no_argument, NULL, OPT_NO_CHURN_DETECT },
 	{ "eager-senders", no_argument, NULL, OPT_EAGER_SENDERS },
 	{ "senders", required_argument, NULL, OPT_SENDERS },
@@ -384,9 +382,6 @@ static int load_option(struct lism_load_cfg *cfg, int c, const char *arg, char *
 		return 0;
 	case OPT_ALLOW_BLOCKING:
 		cfg->allow_blocking = 1;
-		return 0;
-	case OPT_NO_STREAM_DETECT:
-		cfg->no_stream_detect = 1;
 		return 0;
 	case OPT_NO_CHURN_DETECT:
 		cfg->no_churn_detect = 1;
@@ -624,7 +619,7 @@ static void run_init(struct lism_opts *o)
 
 #define LOAD_OPTIONS                                                                                  \
 	OPT_CGROUP, OPT_MAX_DMBS, OPT_DMB_SIZE, OPT_LOCAL_CIDR, OPT_EXCLUDE_CIDR, OPT_LOCAL_ROUTES,    \
-		OPT_ALLOW_BLOCKING, OPT_NO_STREAM_DETECT, OPT_NO_CHURN_DETECT, OPT_EAGER_SENDERS,      \
+		OPT_ALLOW_BLOCKING, OPT_NO_CHURN_DETECT, OPT_EAGER_SENDERS,                            \
 		OPT_SENDERS, OPT_CHURN_WINDOW, OPT_MOUNT_BPFFS, OPT_EXCLUDE_PORT, OPT_INCLUDE_PORT
 
 /*

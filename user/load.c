@@ -135,7 +135,6 @@ static int init_device(struct lism_bpf *skel, const char *pin_path, const struct
 	d.churn_window_ms = cfg->churn_window_ms;
 	d.flags = (cfg->allow_blocking ? LISM_DEV_F_ALLOW_BLOCKING : 0) |
 		  (cfg->n_include_ports ? LISM_DEV_F_INCLUDE_PORTS : 0) |
-		  (cfg->no_stream_detect ? LISM_DEV_F_NO_STREAM_DETECT : 0) |
 		  (cfg->no_churn_detect ? LISM_DEV_F_NO_CHURN_DETECT : 0) |
 		  (cfg->eager_senders ? LISM_DEV_F_EAGER_SENDERS : 0);
 	d.loaded_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;

@@ -38,7 +38,6 @@ struct lism_load_cfg {
 	__u32 dmb_size;
 	__u32 churn_window_ms;
 	int allow_blocking;
-	int no_stream_detect; /* every send may take the shortcut (include/lism/stream.h) */
 	int no_churn_detect;  /* every connection may engage (include/lism/churn.h) */
 	int eager_senders;    /* sends run the data path from the handshake on (include/lism/sender.h) */
 	int mount_bpffs;      /* mount bpffs at /sys/fs/bpf if the pin path needs it */

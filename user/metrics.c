@@ -80,12 +80,10 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		"Sender joins the kernel refused (socket no longer established) or that found the queue full.",
 		st[LISM_S_SENDER_JOIN_FAILS]);
 	counter(f, "lism_senders_left_total",
-		"Senders that went back to plain TCP: less than half of their last GiB went through "
-		"the shortcut (their reader kept TCP bytes unread; reason sync-stuck), or their peer was gone.",
+		"Senders that went back to plain TCP because their peer was gone.",
 		st[LISM_S_SENDERS_LEFT]);
 	counter(f, "lism_sender_leaves_refused_total",
-		"Leaves refused: the sender's peer may redirect to it (it is a sender too), or its shortcut "
-		"queue held bytes.",
+		"Leaves refused until later: the sender's shortcut queue still held bytes, or its pair was on.",
 		st[LISM_S_SENDER_LEAVES_REFUSED]);
 	if (s->backstop_misses_known)
 		counter(f, "lism_backstop_recursion_misses_total",
@@ -138,11 +136,6 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		st[LISM_S_PEER_MEM_TIGHT]);
 	counter(f, "lism_redirect_misses_total", "Sends whose peer was not in the shortcut map.",
 		st[LISM_S_REDIRECT_MISS]);
-	counter(f, "lism_stream_holds_total",
-		"Times a sending direction was found streaming small sends and moved to TCP for a while.",
-		st[LISM_S_STREAM_HOLDS]);
-	counter(f, "lism_stream_tcp_sends_total", "Sends kept on TCP while their direction streamed.",
-		st[LISM_S_STREAM_TCP]);
 	counter(f, "lism_events_lost_total", "Lifecycle events a reader followed but did not take in time (ring buffer full).",
 		st[LISM_S_EVENTS_LOST]);
 	family(f, "lism_shortcut_send_size_bytes", "histogram", "Sizes of sends through the shortcut.");

@@ -14,8 +14,8 @@
 #include "scope.h"
 #include "settings.h"
 
-const char *const lism_settings_names[] = { "max_dmbs", "dmb_size", "allow_blocking", "stream_detect",
-					    "cgroup", "ports", "scope" };
+const char *const lism_settings_names[] = { "max_dmbs", "dmb_size", "allow_blocking", "cgroup",
+					    "ports", "scope" };
 const size_t lism_n_settings_names = sizeof(lism_settings_names) / sizeof(lism_settings_names[0]);
 
 static void add_name(char *buf, size_t len, const char *name)
@@ -66,11 +66,6 @@ static int reconcile_device(const struct lism_load_cfg *o, const struct lism_ins
 		printf("lism: adopted instance: allow-blocking %s not applied (fixed at load)\n",
 		       onoff(o->allow_blocking));
 		add_name(na, len, "allow_blocking");
-	}
-	if (!!o->no_stream_detect != !!(d.flags & LISM_DEV_F_NO_STREAM_DETECT)) {
-		printf("lism: adopted instance: stream detection %s not applied (fixed at load)\n",
-		       onoff(!o->no_stream_detect));
-		add_name(na, len, "stream_detect");
 	}
 	if (o->cgroup[0] && strcmp(o->cgroup, d.cgroup)) {
 		printf("lism: adopted instance: cgroup %s not applied: it stays attached to %s\n", o->cgroup,

@@ -85,15 +85,13 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "  peer's DMB full", (unsigned long long)st[LISM_S_DMB_FULL]);
 	fprintf(f, ROW, "  peer's socket memory tight", (unsigned long long)st[LISM_S_PEER_MEM_TIGHT]);
 	fprintf(f, ROW, "  peer not in the map", (unsigned long long)st[LISM_S_REDIRECT_MISS]);
-	fprintf(f, ROW, "  streaming (TCP is faster)", (unsigned long long)st[LISM_S_STREAM_TCP]);
-	fprintf(f, ROW, "streams detected", (unsigned long long)st[LISM_S_STREAM_HOLDS]);
 	fprintf(f, "Senders (sends through the data path)\n");
 	fprintf(f, ROW, "joined (both ways, or bulk)", (unsigned long long)st[LISM_S_SENDERS_JOINED]);
 	fprintf(f, ROW, "one-way, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_ONE_WAY]);
 	fprintf(f, ROW, "small send limits, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_SEND_LIMITS]);
 	fprintf(f, ROW, "joins refused or lost", (unsigned long long)st[LISM_S_SENDER_JOIN_FAILS]);
-	fprintf(f, ROW, "left (mostly TCP, or peer gone)", (unsigned long long)st[LISM_S_SENDERS_LEFT]);
-	fprintf(f, ROW, "  leaves refused (peer sends)", (unsigned long long)st[LISM_S_SENDER_LEAVES_REFUSED]);
+	fprintf(f, ROW, "left (peer gone)", (unsigned long long)st[LISM_S_SENDERS_LEFT]);
+	fprintf(f, ROW, "  leaves refused (queue not empty)", (unsigned long long)st[LISM_S_SENDER_LEAVES_REFUSED]);
 	fprintf(f, ROW, "sends measured (bulk or not)", (unsigned long long)st[LISM_S_SEND_SIZE_CALLS]);
 	fprintf(f, "Shortcut send sizes\n");
 	for (unsigned int b = 0; b < LISM_HIST_BUCKETS; b++) {
@@ -149,8 +147,6 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	add_u64(o, "peer_mem_tight", st[LISM_S_PEER_MEM_TIGHT]);
 	add_u64(o, "redirect_miss", st[LISM_S_REDIRECT_MISS]);
 	add_u64(o, "events_lost", st[LISM_S_EVENTS_LOST]);
-	add_u64(o, "stream_holds", st[LISM_S_STREAM_HOLDS]);
-	add_u64(o, "stream_tcp_sends", st[LISM_S_STREAM_TCP]);
 	for (int i = 0; i < n; i++) {
 		struct json_object *r = json_object_new_object();
 

@@ -37,9 +37,8 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 	fprintf(f, "  sends: %llu through the shortcut, %llu over TCP while paired\n",
 		(unsigned long long)s->stats[LISM_S_SC_MSGS],
 		(unsigned long long)s->stats[LISM_S_TCP_MSGS]);
-	fprintf(f, "  policy: blocking sockets %s, stream detection %s, churn detection ",
-		(s->dev.flags & LISM_DEV_F_ALLOW_BLOCKING) ? "accelerated" : "on TCP",
-		(s->dev.flags & LISM_DEV_F_NO_STREAM_DETECT) ? "off" : "on");
+	fprintf(f, "  policy: blocking sockets %s, churn detection ",
+		(s->dev.flags & LISM_DEV_F_ALLOW_BLOCKING) ? "accelerated" : "on TCP");
 	if (s->dev.flags & LISM_DEV_F_NO_CHURN_DETECT)
 		fprintf(f, "off\n");
 	else
@@ -152,8 +151,6 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	add_u64(o, "dmb_size", s->dev.dmb_size);
 	json_object_object_add(o, "allow_blocking",
 			       json_object_new_boolean(!!(s->dev.flags & LISM_DEV_F_ALLOW_BLOCKING)));
-	json_object_object_add(o, "stream_detect",
-			       json_object_new_boolean(!(s->dev.flags & LISM_DEV_F_NO_STREAM_DETECT)));
 	json_object_object_add(o, "churn_detect",
 			       json_object_new_boolean(!(s->dev.flags & LISM_DEV_F_NO_CHURN_DETECT)));
 	add_u64(o, "churn_window_ms", s->dev.churn_window_ms);

@@ -10,9 +10,8 @@
 
 #include "types.h"
 #include "cursor.h"
-#include "stream.h"
 
-#define LISM_LAYOUT_VERSION 13
+#define LISM_LAYOUT_VERSION 14
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -25,7 +24,7 @@
 /* device.flags */
 #define LISM_DEV_F_ALLOW_BLOCKING (1u << 0) /* accept blocking sockets (see BLOCKING reason) */
 #define LISM_DEV_F_INCLUDE_PORTS (1u << 1)  /* only server ports marked LISM_PORT_INCLUDE */
-#define LISM_DEV_F_NO_STREAM_DETECT (1u << 2) /* every send may take the shortcut (stream.h off) */
+/* (1u << 2): retired, --no-stream-detect (layout 14 removed stream detection) */
 #define LISM_DEV_F_NO_CHURN_DETECT (1u << 3) /* every connection may engage (churn.h off) */
 #define LISM_DEV_F_EAGER_SENDERS (1u << 4) /* members become senders at the handshake (sender.h off) */
 /*
@@ -157,20 +156,15 @@ struct lism_sk {
 	__u8 sent;           /* sends made, in churn units, saturating (churn.h) */
 	__u8 sender;         /* enum lism_sender: whether our sends run the data path yet */
 	__u8 pad0;
-	struct lism_stream stream; /* adaptive engagement of our sends (stream.h) */
 	__u64 unseen_base;   /* bytes it had written when its sends stopped being seen (sender.h) */
 	__u64 sizes_bytes;   /* bytes of its first sends as a member that were bulk (sender.h) */
 	__u32 sizes_seq;     /* write_seq after the last of them */
 	__u32 sizes_sends;   /* how many */
-	__u32 win_seq;       /* write_seq when its current window began (sender.h) */
-	__u32 win_sc;        /* bytes sent through the shortcut in that window */
-	__u32 sc_seq;        /* write_seq at its last send through the shortcut */
-	__u32 pad1;
 };
 
 /* lism_sk.flags */
 #define LISM_SKF_ALLOW_BLOCKING (1u << 0) /* --allow-blocking was in force when it joined */
-#define LISM_SKF_NO_STREAM_DETECT (1u << 1) /* --no-stream-detect was in force when it joined */
+/* (1u << 1): free since layout 14 */
 #define LISM_SKF_MODE_KNOWN (1u << 2) /* its blocking mode no longer needs watching (check_member_mode) */
 #define LISM_SKF_UNSEEN (1u << 3)     /* it sent bytes no program saw: counted at its next send or close */
 #define LISM_SKF_SIZES_ON (1u << 4)   /* lism switched its per-sendmsg callback on (sender.h) */
@@ -188,7 +182,7 @@ enum lism_sender {
 	LISM_SND_QUEUED = 2, /* waits for the join timer (bpf/sender.bpf.h) */
 	LISM_SND_JOINED = 3, /* in the senders map */
 	LISM_SND_TCP = 4,    /* its sends stay plain TCP: one-way for long, or the join was refused */
-	LISM_SND_LEAVING = 5, /* its sends mostly went to TCP: waits for the timer to leave the maps */
+	LISM_SND_LEAVING = 5, /* its peer is gone: waits for the timer to take it out of the maps */
 };
 
 /*
@@ -296,8 +290,6 @@ enum lism_stat {
 	LISM_S_DMB_FULL,        /* sends kept on TCP because the peer's DMB was full */
 	LISM_S_REDIRECT_MISS,   /* peer not in the shortcut map at send time */
 	LISM_S_EVENTS_LOST,     /* ring buffer full */
-	LISM_S_STREAM_HOLDS,    /* times a direction was found streaming and moved to TCP */
-	LISM_S_STREAM_TCP,      /* sends kept on TCP during those holds */
 	LISM_S_REAPED,          /* DMBs released when their socket was destroyed (close unseen) */
 	LISM_S_REAPED_ORPHANS,  /* of those, entries whose socket had forgotten their token */
 	LISM_S_TOKEN_LOST,      /* closing state changes (FIN_WAIT1, LAST_ACK, CLOSE) whose token named no entry */
@@ -308,7 +300,7 @@ enum lism_stat {
 	LISM_S_SENDERS_ONE_WAY, /* members whose traffic stayed one-way for LISM_SENDER_WATCH_SEGS segments */
 	LISM_S_SENDER_JOIN_FAILS, /* joins the kernel refused (socket no longer established) or lost (queue full) */
 	LISM_S_SEND_SIZE_CALLS, /* per-sendmsg callbacks run (sender.h: at most LISM_SENDER_SIZE_SENDS per member) */
-	LISM_S_SENDERS_LEFT,    /* senders that left both maps: a window mostly on TCP (sync-stuck), or their peer gone */
+	LISM_S_SENDERS_LEFT,    /* senders that left both maps: their peer was gone */
 	LISM_S_SENDER_LEAVES_REFUSED, /* leaves refused: its peer may redirect to it, or its shortcut queue held bytes */
 	LISM_S_SENDERS_SEND_LIMITS, /* joins skipped: a send buffer (SO_SNDBUF, tcp_wmem max) or TCP_NOTSENT_LOWAT below LISM_SENDER_MIN_SEND_LIMIT */
 	LISM_S_PEER_MEM_TIGHT,  /* sends kept on TCP because the peer's socket memory could refuse them (rmem.h) */

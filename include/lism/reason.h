@@ -4,7 +4,9 @@
  * Codes are ABI: they appear in pinned maps and events, so never renumber;
  * add new ones at the end.  A retired code is never reused: 8 (no-saved-syn,
  * never raised: a listener that cannot read the SYN's option does not
- * answer, and the active end falls back with peer-no-lism).
+ * answer, and the active end falls back with peer-no-lism), 16 (sync-stuck:
+ * a sender mostly on TCP left the data path; removed with layout 14, its
+ * ablation showed no gain, docs/benchmarks.md).
  */
 #ifndef LISM_REASON_H
 #define LISM_REASON_H
@@ -34,15 +36,14 @@
 	X(15, SHORT_LIVED, "short-lived",                                                         \
 	  "recent connections to this destination moved too little to pay for the shortcut "      \
 	  "(churn detection; every 64th still tries)")                                             \
-	X(16, SYNC_STUCK, "sync-stuck",                                                           \
-	  "less than half of the sender's last GiB went through the shortcut (its reader kept "   \
-	  "TCP bytes unread, e.g. on the writer's CPU after a DMB overflow): plain TCP is faster " \
-	  "than TCP through the data path")                                                       \
 	X(17, NESTED, "nested-instance",                                                          \
 	  "another lism instance, attached to a cgroup nearer the socket, handles it")           \
 	X(18, NO_DATA_PATH, "no-data-path",                                                       \
 	  "the pair is confirmed but this instance runs no data path ('lism status' says why, "  \
 	  "e.g. the kernel lacks it): its bytes stay on TCP")
+
+/* Codes retired, never reused: no reason names them any more. */
+#define LISM_REASON_RETIRED(code) ((code) == 8 || (code) == 16)
 
 enum lism_reason {
 #define LISM_REASON_ENUM(code, sym, name, text) LISM_R_##sym = code,

@@ -10,19 +10,17 @@
  * - join: data went both ways (it sends after LISM_SENDER_MIN_SEGS data
  *   segments each way), or its first LISM_SENDER_SIZE_SENDS sends (the
  *   per-sendmsg callback, 6.15) average LISM_SENDER_BULK_BYTES in sends of
- *   LISM_STREAM_BIG or more; not while corked, not with a send limit below
+ *   LISM_SENDER_BIG or more; not while corked, not with a send limit below
  *   LISM_SENDER_MIN_SEND_LIMIT (SO_SNDBUF, tcp_wmem, TCP_NOTSENT_LOWAT);
  * - a bulk joiner whose application set no SO_SNDBUF gets
  *   LISM_SENDER_BULK_SNDBUF;
  * - a member that moved LISM_SENDER_WATCH_SEGS segments without joining
  *   stays plain TCP for its life;
- * - leave: a sender that moved less than half of a LISM_SENDER_WINDOW_BYTES
- *   window through the shortcut, its last LISM_SENDER_TCP_RUN_BYTES all on
- *   TCP, and whose peer never redirects to it, leaves both maps (reason
- *   sync-stuck); so does one whose peer is gone.
+ * - leave: a sender whose peer is gone leaves both maps (nothing can be
+ *   redirected to it, and its sends would pay the data path for nothing).
  *
  * Invariants: a join or a leave never reorders bytes (a new sender's
- * direction starts in SYNC; a leaver's reader reads its DMB before TCP);
+ * direction starts in SYNC; a leaver's shortcut queue is empty);
  * nobody leaves while a redirect into it may be in flight
  * (LISM_CONN_PEER_SENDS); joins and leaves run in a BPF timer's tc program
  * (bpf/sender.bpf.h), because sockops may update a sockmap only in the
@@ -33,16 +31,14 @@
 #define LISM_SENDER_H
 
 #include "types.h"
-#include "stream.h"
 
 #define LISM_SENDER_MIN_SEGS 4
+#define LISM_SENDER_BIG (64u << 10) /* a send this big or bigger: the shortcut wins (bulk) */
 #define LISM_SENDER_SIZE_SENDS 16
 #define LISM_SENDER_BULK_BYTES (32u << 10)
 #define LISM_SENDER_WATCH_SEGS 1024
 #define LISM_SENDER_JOINS_PER_TICK 128
 #define LISM_SENDER_LEAVES_PER_TICK 16
-#define LISM_SENDER_WINDOW_BYTES (1u << 30)
-#define LISM_SENDER_TCP_RUN_BYTES (64u << 20)
 #define LISM_SENDER_BULK_SNDBUF (208u << 10) /* SO_SNDBUF: sk_sndbuf 416 KiB (at most 2 x net.core.wmem_max) */
 #define LISM_SENDER_MIN_SNDBUF_SEGS 4 /* segments of 64 KiB */
 #define LISM_SENDER_MIN_SEND_LIMIT (LISM_SENDER_MIN_SNDBUF_SEGS * (64u << 10)) /* sk_sndbuf, TCP_NOTSENT_LOWAT */
@@ -74,11 +70,11 @@ static inline int lism_sender_decide(__u32 skb_len, __u32 data_segs_in, __u32 da
 /* What a measured send of @size bytes adds to the bulk bytes: only a send the shortcut wins. */
 static inline __u32 lism_sender_bulk_part(__u32 size)
 {
-	return size >= LISM_STREAM_BIG ? size : 0;
+	return size >= LISM_SENDER_BIG ? size : 0;
 }
 
 /*
- * A member's first @sends, measured, whose sends of LISM_STREAM_BIG or
+ * A member's first @sends, measured, whose sends of LISM_SENDER_BIG or
  * more carried @bulk bytes: LISM_SENDER_WAIT until it made
  * LISM_SENDER_SIZE_SENDS of them, then JOIN if they were bulk sends, else
  * STOP (the size watch ends; the segment watch above goes on).
@@ -88,28 +84,6 @@ static inline int lism_sender_sizes(__u32 sends, __u64 bulk)
 	if (sends < LISM_SENDER_SIZE_SENDS)
 		return LISM_SENDER_WAIT;
 	return bulk >= (__u64)sends * LISM_SENDER_BULK_BYTES ? LISM_SENDER_JOIN : LISM_SENDER_STOP;
-}
-
-enum lism_sender_window {
-	LISM_SENDER_WINDOW_OPEN = 0,  /* fewer than LISM_SENDER_WINDOW_BYTES sent since it began */
-	LISM_SENDER_WINDOW_NEXT = 1,  /* full, and the sender stays: begin the next */
-	LISM_SENDER_WINDOW_LEAVE = 2, /* full, mostly TCP, and TCP has it now: leave */
-};
-
-/*
- * A sender's sends are judged by windows of LISM_SENDER_WINDOW_BYTES:
- * @tcp_bytes went to TCP and @sc_bytes through the shortcut since the
- * window began, and its last @tcp_run bytes all went to TCP.
- */
-static inline int lism_sender_window(__u32 tcp_bytes, __u32 sc_bytes, __u32 tcp_run)
-{
-	__u64 total = (__u64)tcp_bytes + sc_bytes;
-
-	if (total < LISM_SENDER_WINDOW_BYTES)
-		return LISM_SENDER_WINDOW_OPEN;
-	if ((__u64)sc_bytes * 2 < total && tcp_run >= LISM_SENDER_TCP_RUN_BYTES)
-		return LISM_SENDER_WINDOW_LEAVE;
-	return LISM_SENDER_WINDOW_NEXT;
 }
 
 /*

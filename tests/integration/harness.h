@@ -53,12 +53,11 @@ void needs(enum lism_feature f);
 /* Create the cgroup and load lism with extra `lism load` arguments. */
 /*
  * Load arguments for tests that measure the shortcut itself (how much of a
- * stream it carried): stream detection would move parts of their mixed-size
- * streams to TCP on purpose, and by default a one-way transfer never makes
- * its writer a sender (include/lism/sender.h).  Tests of the default policy
- * load without them.
+ * stream it carried): by default a one-way transfer never makes its writer a
+ * sender (include/lism/sender.h).  Tests of the default policy load without
+ * them.
  */
-#define LISM_TEST_MEASURE "--no-stream-detect --eager-senders"
+#define LISM_TEST_MEASURE "--eager-senders"
 
 void env_up(struct env *e, const char *load_args);
 /* Move this process into / out of the test cgroup (sockets made inside are under lism). */

@@ -239,7 +239,7 @@ Test(semantics, fionread_and_msg_peek)
 /*
  * This kernel's FIONREAD on a socket in a sockmap (tcp_bpf_ioctl) counts
  * only its shortcut queue, not bytes that arrived over TCP: a member that
- * is sent to over TCP (before its peer is a sender, during a stream hold,
+ * is sent to over TCP (before its peer is a sender, during an order sync,
  * with a full DMB) reads 0 while those bytes wait.  Canary for a kernel fix.
  */
 Test(semantics, kernel_fionread_ignores_tcp_bytes_of_a_member)

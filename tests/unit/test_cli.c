@@ -49,8 +49,7 @@ Test(cli, load_options)
 	char err[256];
 
 	cr_assert_eq(parse("load --cgroup /sys/fs/cgroup/x --pin-path /sys/fs/bpf/t --max-dmbs 7 "
-			   "--dmb-size 64K --local-cidr 10.0.0.0/8 --local-cidr fd00::/64 --allow-blocking "
-			   "--no-stream-detect",
+			   "--dmb-size 64K --local-cidr 10.0.0.0/8 --local-cidr fd00::/64 --allow-blocking",
 			   &o, err),
 		     LISM_EXIT_OK, "%s", err);
 	cr_assert_str_eq(o.run.cfg.cgroup, "/sys/fs/cgroup/x");
@@ -67,7 +66,8 @@ Test(cli, load_options)
 	cr_assert_eq(x.load.cfg.exclude_cidrs[1].prefixlen, 128);
 	cr_assert_eq(o.run.cfg.local_cidrs[1].prefixlen, 64);
 	cr_assert(o.run.cfg.allow_blocking);
-	cr_assert(o.run.cfg.no_stream_detect);
+	cr_assert_neq(parse("load --no-stream-detect", &x, err), LISM_EXIT_OK,
+		      "stream detection is gone (layout 14): its switch must not be taken silently");
 	cr_assert_not(o.run.cfg.no_churn_detect);
 	cr_assert_eq(o.run.cfg.churn_window_ms, LISM_CHURN_WINDOW_MS, "the default");
 	cr_assert_not(o.run.cfg.eager_senders, "senders join after a reply by default");

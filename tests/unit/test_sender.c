@@ -99,8 +99,8 @@ Test(sender, only_sends_of_64_kib_or_more_are_bulk)
 	__u64 bulk = 0;
 
 	cr_assert_eq(lism_sender_bulk_part(64000), 0, "TCP's best write size on loopback");
-	cr_assert_eq(lism_sender_bulk_part(LISM_STREAM_BIG - 1), 0);
-	cr_assert_eq(lism_sender_bulk_part(LISM_STREAM_BIG), LISM_STREAM_BIG);
+	cr_assert_eq(lism_sender_bulk_part(LISM_SENDER_BIG - 1), 0);
+	cr_assert_eq(lism_sender_bulk_part(LISM_SENDER_BIG), LISM_SENDER_BIG);
 	cr_assert_eq(lism_sender_bulk_part(1u << 20), 1u << 20);
 	for (__u32 i = 0; i < n; i++)
 		bulk += lism_sender_bulk_part(64000);
@@ -113,27 +113,6 @@ Test(sender, only_sends_of_64_kib_or_more_are_bulk)
 	for (__u32 i = 0; i < n; i++)
 		bulk += lism_sender_bulk_part(i % 2 ? 64 << 10 : 1000);
 	cr_assert_eq(lism_sender_sizes(n, bulk), LISM_SENDER_JOIN, "half of them bulk");
-}
-
-/* A sender is judged by windows of its sends (include/lism/sender.h). */
-Test(sender, a_window_mostly_on_tcp_that_tcp_still_has_leaves)
-{
-	const __u32 w = LISM_SENDER_WINDOW_BYTES, run = LISM_SENDER_TCP_RUN_BYTES;
-
-	cr_assert_eq(lism_sender_window(w - 1, 0, w - 1), LISM_SENDER_WINDOW_OPEN, "not full yet");
-	cr_assert_eq(lism_sender_window(0, w - 1, 0), LISM_SENDER_WINDOW_OPEN);
-	cr_assert_eq(lism_sender_window(w, 0, w), LISM_SENDER_WINDOW_LEAVE, "all of it on TCP");
-	cr_assert_eq(lism_sender_window(w - w / 8, w / 8, run), LISM_SENDER_WINDOW_LEAVE,
-		     "one eighth through the shortcut, and its last 64 MiB on TCP");
-	cr_assert_eq(lism_sender_window(w - w / 8, w / 8, run - 1), LISM_SENDER_WINDOW_NEXT,
-		     "mostly TCP, but it was on the shortcut just now: it got out of SYNC");
-	cr_assert_eq(lism_sender_window(w / 2, w / 2, w / 2), LISM_SENDER_WINDOW_NEXT,
-		     "half through the shortcut stays");
-	cr_assert_eq(lism_sender_window(w / 2 + 1, w / 2 - 1, run), LISM_SENDER_WINDOW_LEAVE,
-		     "just under half");
-	cr_assert_eq(lism_sender_window(0, w, 0), LISM_SENDER_WINDOW_NEXT, "all through the shortcut");
-	cr_assert_eq(lism_sender_window(3u << 30, 1u << 30, run), LISM_SENDER_WINDOW_LEAVE,
-		     "sums past 4 GiB do not wrap (to an open window)");
 }
 
 /* Small send limits keep a member off the data path (include/lism/sender.h). */
