@@ -116,7 +116,7 @@ static __always_inline void sender_leave_one(__u64 token)
 		 * queue holds by then), or runs the data path if the pair goes
 		 * on after all.  Its own entry gone too, it stays on TCP.
 		 */
-		st->sender = LISM_SND_JOINED;
+		st->sender = tp && me ? LISM_SND_JOINED : LISM_SND_TCP;
 		st->tx = tp && me ? LISM_TX_SYNC : LISM_TX_TCP;
 		goto out;
 	}
@@ -131,7 +131,7 @@ out:
 	bpf_sk_release(sk);
 }
 
-/* Joins and leaves run here one at a time: a leave's check of the peer cannot race its join. */
+/* Joins and leaves run here, a bounded batch of each per run. */
 static int sender_tick(void *map, __u32 *key, struct lism_sender_join *sj)
 {
 	int more = 0;

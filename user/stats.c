@@ -91,7 +91,7 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "small send limits, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_SEND_LIMITS]);
 	fprintf(f, ROW, "joins refused or lost", (unsigned long long)st[LISM_S_SENDER_JOIN_FAILS]);
 	fprintf(f, ROW, "left (peer gone)", (unsigned long long)st[LISM_S_SENDERS_LEFT]);
-	fprintf(f, ROW, "  leaves refused (queue not empty)", (unsigned long long)st[LISM_S_SENDER_LEAVES_REFUSED]);
+	fprintf(f, ROW, "  leaves refused (pair on, or queue)", (unsigned long long)st[LISM_S_SENDER_LEAVES_REFUSED]);
 	fprintf(f, ROW, "sends measured (bulk or not)", (unsigned long long)st[LISM_S_SEND_SIZE_CALLS]);
 	fprintf(f, "Shortcut send sizes\n");
 	for (unsigned int b = 0; b < LISM_HIST_BUCKETS; b++) {

@@ -301,7 +301,7 @@ enum lism_stat {
 	LISM_S_SENDER_JOIN_FAILS, /* joins the kernel refused (socket no longer established) or lost (queue full) */
 	LISM_S_SEND_SIZE_CALLS, /* per-sendmsg callbacks run (sender.h: at most LISM_SENDER_SIZE_SENDS per member) */
 	LISM_S_SENDERS_LEFT,    /* senders that left both maps: their peer was gone */
-	LISM_S_SENDER_LEAVES_REFUSED, /* leaves refused: its peer may redirect to it, or its shortcut queue held bytes */
+	LISM_S_SENDER_LEAVES_REFUSED, /* leaves refused: its pair was still on, or its shortcut queue held bytes */
 	LISM_S_SENDERS_SEND_LIMITS, /* joins skipped: a send buffer (SO_SNDBUF, tcp_wmem max) or TCP_NOTSENT_LOWAT below LISM_SENDER_MIN_SEND_LIMIT */
 	LISM_S_PEER_MEM_TIGHT,  /* sends kept on TCP because the peer's socket memory could refuse them (rmem.h) */
 	LISM_S_MAX
