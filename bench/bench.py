@@ -405,8 +405,8 @@ def lism_env(mode):
 
 
 def lism_bin(mode):
-    """The lism binary of @mode: this build's, or BENCH_LISM_OLD's for lism-old and lism-ab-old."""
-    return LISM_OLD if mode in ("lism-old", "lism-ab-old") else LISM
+    """The lism binary of @mode: this build's, or another build's for a mode that names one."""
+    return next((a.split(" ", 1)[1] for a in ABLATIONS.get(mode, []) if a.startswith("build ")), LISM)
 
 
 class Bench:

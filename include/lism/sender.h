@@ -22,9 +22,9 @@
  * Invariants: a join or a leave never reorders bytes (a new sender's
  * direction starts in SYNC; a leaver's shortcut queue is empty);
  * nobody leaves while a redirect into it may be in flight
- * (LISM_CONN_PEER_SENDS set and the peer's entry not released); joins and leaves run in a BPF timer's tc program
- * (bpf/sender.bpf.h), because sockops may update a sockmap only in the
- * ESTABLISHED callbacks.  The measurements behind each rule:
+ * (LISM_CONN_PEER_SENDS set and the peer's entry not released); joins and
+ * leaves run in a BPF timer's tc program (bpf/sender.bpf.h), because sockops
+ * may update a sockmap only in the ESTABLISHED callbacks.  The measurements behind each rule:
  * docs/performance-journal.md, "Who sends through the data path".
  */
 #ifndef LISM_SENDER_H
