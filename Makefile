@@ -43,7 +43,7 @@ BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
 # (docs/architecture.md, "Core and optional").
 CORE_SRCS := bpf/handshake.bpf.c
 CORE_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(CORE_SRCS))
-OPTIONAL  := shortcut views backstop sweep
+OPTIONAL  := shortcut views backstop sweep exec
 OPTIONAL_SKELS := $(patsubst %,$(BUILD)/%.skel.h,$(OPTIONAL))
 BPF_HDRS  := $(wildcard bpf/*.h) $(wildcard include/lism/*.h)
 USER_SRCS := $(wildcard user/*.c)
@@ -154,7 +154,7 @@ $(BUILD)/exec/%.o: exec/%.c $(EXEC_HDRS) | $(BUILD)/exec
 	$(call say,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -fPIC -c $< -o $@
 
-$(BUILD)/lism: $(BUILD)/user/main.o $(LIB_OBJS)
+$(BUILD)/lism: $(BUILD)/user/main.o $(LIB_OBJS) $(EXEC_OBJS)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $^ $(USER_LIBS) -o $@
 
@@ -177,10 +177,10 @@ $(BUILD)/tests/%.skel.h: $(BUILD)/tests/%.bpf.o
 	$(call say,GEN,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(LIB_OBJS) $(USER_HDRS) \
-		$(TEST_BPF_SKELS) | $(BUILD)/tests
+$(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(LIB_OBJS) $(EXEC_OBJS) \
+		$(USER_HDRS) $(TEST_BPF_SKELS) | $(BUILD)/tests
 	$(call say,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -Itests/integration -I$(BUILD)/tests $(INTEG_SRCS) $(LIB_OBJS) \
+	$(Q)$(CC) $(USER_CFLAGS) -Itests/integration -I$(BUILD)/tests $(INTEG_SRCS) $(LIB_OBJS) $(EXEC_OBJS) \
 		$(USER_LIBS) -lcriterion -lpthread -o $@
 
 # libFuzzer targets: the TCP option parser (wire input), the command line,
@@ -228,6 +228,11 @@ $(BUILD)/bench:
 $(BUILD)/bench/%: bench/%.c bench/bench_util.h | $(BUILD)/bench
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -pthread $< -o $@
+
+# connsetup -x follows lism exec's contract with liblism's own code
+$(BUILD)/bench/connsetup: bench/connsetup.c bench/bench_util.h $(EXEC_OBJS) | $(BUILD)/bench
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -pthread -I. -Iinclude $< $(EXEC_OBJS) -o $@
 
 # the plain-sockmap baseline bench.py compares with (loaded with bpftool)
 $(BUILD)/bench/sockmap.bpf.o: bench/sockmap.bpf.c $(BUILD)/vmlinux.h | $(BUILD)/bench

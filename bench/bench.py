@@ -283,15 +283,19 @@ def msgrate(size, pingpong=False, placement=None):
     return go
 
 
-def connsetup(idle, engaged=True):
+def connsetup(idle, engaged=True, exec_contract=False):
     """Connect, 1-byte exchange, close, with @idle connections established.
+    @exec_contract: both ends follow lism exec's contract (connsetup -x: mark,
+    decision, the ring from the device), so lism's figure is what a
+    connection between two preloaded processes costs to set up; this
+    build's lism must give every end its ring.
     Engaged: churn detection off for the run, so every connection pays the
     whole handshake (the O(1) check); otherwise lism's default, where this
     churning destination soon skips the shortcut (include/lism/churn.h).
     In the BPF-time pass (ctx["bpf_pass"], bpf_stats on) it also records
     the sockops program's run time per connection."""
     def go(ctx):
-        tag = "%d" % idle if engaged else "churning"
+        tag = ("%d" % idle if engaged else "churning") + ("_exec" if exec_contract else "")
         if engaged:
             ctx["lism_set"]("churn-detect", "off")
         timed = ctx.get("bpf_pass")
@@ -299,12 +303,16 @@ def connsetup(idle, engaged=True):
             before = ctx["bpf_sockops"]() if timed else None
             with Netns() as ns:
                 out = run(ns.prefix + [os.path.join(OUT, "connsetup"), "-n", str(idle), "-t",
-                                       str(SECONDS)]).stdout
+                                       str(SECONDS)] + (["-x"] if exec_contract else [])).stdout
             after = ctx["bpf_sockops"]() if timed else None
         finally:
             if engaged:
                 ctx["lism_set"]("churn-detect", "on")
         conns = number(r"conns ([0-9]+)", out, "connsetup")
+        if exec_contract and ctx.get("mode") == "lism":
+            rings = [int(x) for x in re.search(r"rings ([0-9]+) ([0-9]+)", out).groups()]
+            if rings != [conns, conns]:
+                raise RuntimeError("connsetup -x: %s of %d ends took their ring" % (rings, conns))
         if before is not None and after is not None and conns:
             ctx["extra"].setdefault("sockops_ns_per_conn_%s" % tag, []).append((after - before) / conns)
         return number(r"us_per_conn ([0-9.]+)", out, "connsetup")
@@ -339,6 +347,7 @@ WORKLOADS = [
     ("connsetup_1_established", "us/conn", False, False, None, connsetup(1)),
     ("connsetup_200_established", "us/conn", False, False, None, connsetup(200)),
     ("connsetup_1000_established", "us/conn", False, False, None, connsetup(1000)),
+    ("connsetup_exec", "us/conn", False, False, None, connsetup(1, exec_contract=True)),
 ]
 
 
@@ -415,6 +424,8 @@ class Bench:
         self.cg = os.path.join(self.cg_root, "lism-bench-%d" % os.getpid())
         self.pin = "/sys/fs/bpf/lism-bench-%d" % os.getpid()
         self.tmp = tempfile.mkdtemp(prefix="lism-bench-")
+        # lism exec's device of the bench's lism run (and of its callers), not the host's /run/lism
+        os.environ["LISM_DEVICE"] = os.path.join(self.tmp, "device.sock")
         os.chmod(self.tmp, 0o755)  # nginx workers run unprivileged
         self.mode = None
         self.daemon = None
@@ -575,6 +586,7 @@ def main():
                         b.switch(m)
                         settle()
                         step += 1
+                        ctx["mode"] = m
                         v = fn(ctx)
                         res[name][m].append((r, v))
                         s = b.stats()
@@ -612,6 +624,7 @@ def bpf_time_pass(b, ctx, workloads, modes):
         for r in range(ROUNDS):
             for name, _, _, _, _, fn in rows:
                 b.switch("lism")
+                ctx["mode"] = "lism"
                 settle()
                 set_bpf_stats("1")
                 try:
@@ -698,6 +711,7 @@ def report(workloads, modes, res, extra, counters, elapsed):
     if conn:
         lines.append("")
         label = lambda k: ("churning destination (default policy)" if k.endswith("churning")
+                           else "lism exec's contract, 1 established" if k.endswith("_exec")
                            else "%s established" % k.split("_")[-1])
         lines.append("lism sockops BPF time per connection (both ends; bpf_stats, in a pass after the rounds): " + ", ".join(
             "%s: %.1f us" % (label(k), v / 1000) for k, v in sorted(conn.items())))

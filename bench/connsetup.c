@@ -7,7 +7,13 @@
  * Prints "us_per_conn N" (median over batches of 200 connections) and
  * "conns N" (how many were made).
  *
- *   connsetup [-n IDLE] [-t SECONDS]
+ * -x: both ends follow lism exec's contract as liblism will
+ * (include/lism/exec.h): mark the socket before connect()/listen(), read
+ * the decision, and take the ring from the device when it is RING ("rings
+ * N" says how many ends did).  Where no lism exec is (plain TCP) the marks
+ * fail at once and the connections are plain.
+ *
+ *   connsetup [-n IDLE] [-t SECONDS] [-x]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -26,11 +32,27 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "exec/attach.h"
 
 enum { BATCH = 200, MSG = 100 };
 
 static struct sockaddr_in addr = { .sin_family = AF_INET };
 static volatile int stop;
+static int exec_contract;
+static unsigned long rings[2]; /* ends that took their ring: client, server */
+
+/* The contract's per-connection part after the handshake: the decision, and the ring if RING. */
+static void exec_take(int fd, int marked, struct lism_exec_map *m, unsigned long *count)
+{
+	struct lism_exec_info in;
+
+	m->base = NULL;
+	if (!marked || lism_exec_wait(fd, &in, 1000) || in.mode != LISM_EXEC_RING)
+		return;
+	if (lism_exec_attach(fd, lism_exec_device_path(), m))
+		die("the device refused a ring pair's end");
+	(*count)++;
+}
 
 static void xfer(int fd, char *buf, size_t n, int out)
 {
@@ -68,20 +90,27 @@ static void *server(void *arg)
 			idle_left--;
 			continue; /* stays established, idle */
 		}
-		xfer(fd, buf, MSG, 0);
-		xfer(fd, buf, MSG, 1);
+		{
+			struct lism_exec_map m;
+
+			exec_take(fd, exec_contract, &m, &rings[1]);
+			xfer(fd, buf, MSG, 0);
+			xfer(fd, buf, MSG, 1);
+			lism_exec_detach(&m);
+		}
 		close(fd);
 	}
 	return NULL;
 }
 
-static int dial(void)
+static int dial(int *marked)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), err = 0;
 	socklen_t len = sizeof(err);
 
 	if (fd < 0)
 		die("socket");
+	*marked = exec_contract && !lism_exec_mark(fd);
 	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) && errno != EINPROGRESS)
 		die("connect");
 	wait_for(fd, POLLOUT);
@@ -108,8 +137,10 @@ int main(int argc, char **argv)
 	char buf[MSG] = { 0 };
 	pthread_t th;
 
-	while ((c = getopt(argc, argv, "n:t:")) != -1) {
-		if (c == 'n')
+	while ((c = getopt(argc, argv, "n:t:x")) != -1) {
+		if (c == 'x')
+			exec_contract = 1;
+		else if (c == 'n')
 			idle = atoi(optarg);
 		else if (c == 't')
 			secs = strtod(optarg, NULL);
@@ -126,6 +157,9 @@ int main(int argc, char **argv)
 	if (l < 0)
 		die("socket");
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* accepted sockets clone the listener's mark; without lism exec here, nobody is marked */
+	if (exec_contract)
+		exec_contract = !lism_exec_mark(l);
 	if (bind(l, (struct sockaddr *)&addr, sizeof(addr)) || listen(l, 4096) ||
 	    getsockname(l, (struct sockaddr *)&addr, &alen))
 		die("listen");
@@ -134,16 +168,19 @@ int main(int argc, char **argv)
 	if (pthread_create(&th, NULL, server, args))
 		die("thread");
 	for (int i = 0; i < idle; i++)
-		dial(); /* kept open until exit */
+		dial(&c); /* kept open until exit */
 	t0 = now_s();
 	while (n < (int)(sizeof(samples) / sizeof(samples[0])) && now_s() - t0 < secs) {
 		double b0 = now_s();
 
 		for (int i = 0; i < BATCH; i++) {
-			int fd = dial();
+			struct lism_exec_map m;
+			int marked, fd = dial(&marked);
 
+			exec_take(fd, marked, &m, &rings[0]);
 			xfer(fd, buf, MSG, 1);
 			xfer(fd, buf, MSG, 0);
+			lism_exec_detach(&m);
 			close(fd);
 		}
 		samples[n++] = (now_s() - b0) * 1e6 / BATCH;
@@ -152,5 +189,7 @@ int main(int argc, char **argv)
 	pthread_join(th, NULL);
 	qsort(samples, n, sizeof(samples[0]), cmp);
 	printf("us_per_conn %.2f\nconns %d\n", samples[n / 2], n * BATCH);
+	if (exec_contract)
+		printf("rings %lu %lu\n", rings[0], rings[1]);
 	return 0;
 }

@@ -147,6 +147,28 @@ static __always_inline __u64 sock_addr(struct bpf_sock_ops *s)
 	return (__u64)ctx_sock(s);
 }
 
+/* The socket runs liblism: it carries the lism exec mark (lism/exec.h). */
+static __always_inline int exec_marked(struct bpf_sock *sk)
+{
+	return bpf_sk_storage_get(&exec_marks, sk, 0, 0) != NULL;
+}
+
+/*
+ * A SYN's listener runs liblism: on_listen() put its address in the
+ * exec_listeners map, with its cookie, which must still be the cookie at
+ * that address (probe reads: a SYN's listener is no trusted pointer, and a
+ * walk of its storages here took the verifier past its limit).
+ */
+static __always_inline int listener_exec_marked(struct bpf_sock_ops *s)
+{
+	struct request_sock *req = ctx_sock(s);
+	struct sock *lsk = BPF_CORE_READ(req, __req_common.skc_listener);
+	__u64 addr = (__u64)lsk, *cookie;
+
+	cookie = addr ? bpf_map_lookup_elem(&exec_listeners, &addr) : NULL;
+	return cookie && *cookie == (__u64)BPF_CORE_READ(lsk, __sk_common.skc_cookie.counter);
+}
+
 static void on_connect(struct bpf_sock_ops *s)
 {
 	struct lism_device *d = lism_dev();
@@ -155,6 +177,7 @@ static void on_connect(struct bpf_sock_ops *s)
 	struct lism_sk *st;
 	struct lism_dmb *e;
 	struct addr6 r;
+	int exec;
 	__u8 why;
 
 	if (!d || !sk || (s->family != AF_INET && s->family != AF_INET6))
@@ -187,7 +210,9 @@ static void on_connect(struct bpf_sock_ops *s)
 	st->flags = 0;
 	st->sender = LISM_SND_NONE;
 	why = policy_decline(d, sockops_rport(s));
-	if (why == LISM_R_NONE)
+	/* liblism keeps blocking semantics itself: its sockets never join the sk_msg path */
+	exec = exec_marked(sk);
+	if (why == LISM_R_NONE && !exec)
 		why = policy_decline_blocking(d, sock_nonblocking((const struct sock *)
 								    bpf_skc_to_tcp_sock(sk)));
 	if (why != LISM_R_NONE) {
@@ -203,6 +228,8 @@ static void on_connect(struct bpf_sock_ops *s)
 	tp = bpf_skc_to_tcp_sock(sk);
 	if (tp)
 		e->isn = tp->write_seq; /* the SYN about to go out carries it */
+	if (exec)
+		__sync_fetch_and_or(&e->conn_flags, LISM_CONN_EXEC);
 	st->token = e->token;
 	st->slot = lism_token_slot(e->token);
 	set_owner(s, e, st->slot); /* from now on the sweep covers it */
@@ -215,6 +242,7 @@ static void on_connect(struct bpf_sock_ops *s)
 
 static void on_listen(struct bpf_sock_ops *s)
 {
+	struct bpf_sock *sk = s->sk;
 	int one = 1, app = 0;
 
 	/*
@@ -225,6 +253,11 @@ static void on_listen(struct bpf_sock_ops *s)
 	if (bpf_getsockopt(s, SOL_TCP, TCP_SAVE_SYN, &app, sizeof(app)) || !app)
 		bpf_setsockopt(s, SOL_TCP, TCP_SAVE_SYN, &one, sizeof(one));
 	cb_flags(s, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG, 0);
+	if (sk && exec_marked(sk)) { /* for its SYNs' blocking check (listener_exec_marked) */
+		__u64 addr = sock_addr(s), cookie = bpf_get_socket_cookie(s);
+
+		bpf_map_update_elem(&exec_listeners, &addr, &cookie, BPF_ANY);
+	}
 }
 
 /*
@@ -269,6 +302,8 @@ static __u64 passive_accept(struct bpf_sock_ops *s, const struct lism_device *d,
 	why = policy_decline(d, s->local_port);
 	if (why == LISM_R_NONE)
 		why = policy_decline_blocking(d, request_listener_nonblocking(s));
+	if (why == LISM_R_BLOCKING && listener_exec_marked(s))
+		why = LISM_R_NONE; /* liblism keeps blocking semantics itself (on_connect) */
 	if (why != LISM_R_NONE) {
 		se->peer_reason = why;
 		return 0;
@@ -470,6 +505,58 @@ static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b, __u8
 	emit_event(LISM_EV_CONFIRM, reason, a);
 }
 
+/* How an end joins (join() below). */
+enum join_how {
+	JOIN_MAPS,         /* the shortcut map, and the senders by the rules */
+	JOIN_NO_DATA_PATH, /* none: this instance runs no data path, or the active end found none */
+	JOIN_EXEC,         /* none: the end runs liblism, whose bytes take a ring or TCP (lism/exec.h) */
+};
+
+/*
+ * The pair's transport under lism exec, decided once, here, for both ends
+ * (lism/exec.h): a ring if both run liblism and a device holds its lease.
+ * Written once both entries are CONFIRMED, so an end that reads RING finds
+ * its pair confirmed when it asks the device; a compare-and-swap on the
+ * active entry, because its end may have settled it as KERNEL meanwhile
+ * (LISM_SO_KERNEL), and then that holds for both.
+ */
+static __always_inline void exec_decide(struct lism_dmb *re, struct lism_dmb *se, __u64 stoken, int exec,
+					int peer_exec)
+{
+	__u32 word, epoch = 0, zero = 0, old;
+	struct lism_exec_lease *l;
+
+	if (!exec && !peer_exec)
+		return; /* neither asked: nothing to decide, the sk_msg path as ever */
+	word = LISM_EXEC_WORD(LISM_EXEC_KERNEL, LISM_R_EXEC_PEER_NO_LIB);
+	if (exec && peer_exec) {
+		l = bpf_map_lookup_elem(&exec_lease, &zero);
+		if (l && l->until_ns > bpf_ktime_get_ns()) {
+			word = LISM_EXEC_WORD(LISM_EXEC_RING, 0);
+			epoch = l->epoch;
+		} else {
+			word = LISM_EXEC_WORD(LISM_EXEC_KERNEL, LISM_R_EXEC_NO_DEVICE);
+		}
+	}
+	se->exec_epoch = epoch; /* read only with RING, which the swap below publishes after it */
+	old = __sync_val_compare_and_swap(&se->exec, 0, word);
+	if (se->token != stoken) { /* released and taken again meanwhile: not this pair's word */
+		if (!old)
+			__sync_val_compare_and_swap(&se->exec, word, 0);
+		return;
+	}
+	if (old) { /* its end settled it first (exec-undecided): that holds for both */
+		word = old;
+		epoch = 0;
+	} else if (LISM_EXEC_MODE(word) == LISM_EXEC_RING) {
+		stat_add(LISM_S_RING_PAIRS, 1);
+	} else {
+		reason_count(LISM_EXEC_REASON(word));
+	}
+	re->exec_epoch = epoch;
+	__sync_lock_test_and_set(&re->exec, word);
+}
+
 /*
  * Join the shortcut map under our own token: from now on the peer may
  * redirect to us.  Our own sends run the data path once we are a sender
@@ -477,22 +564,23 @@ static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b, __u8
  * (sender.h), watched from our outgoing packets -- never if our send
  * buffer or unsent-bytes limit is too small for the data path.
  * Returns 0, -1 if the maps refused it, or 1 when this instance runs no data
- * path (its kernel lacks one, or the verifier refused it) or @pair_only
- * (the active end found none): the pair is confirmed all the same and its
- * bytes stay on TCP.
+ * path (its kernel lacks one, or the verifier refused it) or @how says none:
+ * the pair is confirmed all the same and its bytes stay off the sk_msg path.
  */
 static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device *d,
-				struct lism_dmb *e, struct lism_sk *st, int pair_only)
+				struct lism_dmb *e, struct lism_sk *st, enum join_how how)
 {
 	struct bpf_sock *sk = s->sk;
 	__u64 key = st->token;
 	struct tcp_sock *tp;
 
-	if (pair_only || !(d->flags & LISM_DEV_F_DATA_PATH)) {
+	if (how != JOIN_MAPS || !(d->flags & LISM_DEV_F_DATA_PATH)) {
 		st->flags = LISM_SKF_MODE_KNOWN; /* nothing to watch: it never joins */
-		st->reason = LISM_R_NO_DATA_PATH;
 		__sync_fetch_and_or(&e->conn_flags, LISM_CONN_NO_DATA_PATH);
-		reason_count(LISM_R_NO_DATA_PATH);
+		if (how != JOIN_EXEC) {
+			st->reason = LISM_R_NO_DATA_PATH;
+			reason_count(LISM_R_NO_DATA_PATH);
+		}
 		if (st->role == LISM_ROLE_PASSIVE)
 			set_owner(s, e, st->slot);
 		return 1;
@@ -566,7 +654,7 @@ static void on_active_established(struct bpf_sock_ops *s)
 		sk_fallback(s, st, se, LISM_R_HANDSHAKE_INVALID);
 		return;
 	}
-	err = join(s, d, se, st, 0);
+	err = join(s, d, se, st, (se->conn_flags & LISM_CONN_EXEC) ? JOIN_EXEC : JOIN_MAPS);
 	if (err < 0) {
 		sk_fallback(s, st, se, LISM_R_SOCKMAP);
 		return;
@@ -609,7 +697,8 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	struct lism_opt o;
 	__u64 rtoken;
 	struct addr6 r;
-	int joined;
+	int joined, exec, peer_exec;
+	__u8 why;
 
 	if (!d || !sk || policy_nested(sock_addr(s), d->socks_id))
 		return;
@@ -666,16 +755,24 @@ static void on_passive_established(struct bpf_sock_ops *s)
 		sk_fallback(s, st, re, LISM_R_PEER_DECLINED);
 		return;
 	}
+	exec = exec_marked(sk); /* cloned from its listener */
+	peer_exec = !!(se->conn_flags & LISM_CONN_EXEC);
+	if (exec)
+		__sync_fetch_and_or(&re->conn_flags, LISM_CONN_EXEC);
 	/*
 	 * Both ends as the active one decided: it joined the maps or not.  If
-	 * the data path went in between (an upgrade without one), it left.
+	 * the data path went in between (an upgrade without one), it left.  An
+	 * end under lism exec never joins (its reader may block), so neither
+	 * does a plain active end's pair with it.
 	 */
-	if (!(se->conn_flags & LISM_CONN_NO_DATA_PATH) && !(d->flags & LISM_DEV_F_DATA_PATH)) {
-		decline_active(se, o.token, LISM_R_NO_DATA_PATH);
-		sk_fallback(s, st, re, LISM_R_NO_DATA_PATH);
+	if (!(se->conn_flags & LISM_CONN_NO_DATA_PATH) && (exec || !(d->flags & LISM_DEV_F_DATA_PATH))) {
+		why = exec ? LISM_R_EXEC_PEER_NO_LIB : LISM_R_NO_DATA_PATH;
+		decline_active(se, o.token, why);
+		sk_fallback(s, st, re, why);
 		return;
 	}
-	joined = join(s, d, re, st, !!(se->conn_flags & LISM_CONN_NO_DATA_PATH));
+	joined = join(s, d, re, st, exec || peer_exec ? JOIN_EXEC :
+			  (se->conn_flags & LISM_CONN_NO_DATA_PATH) ? JOIN_NO_DATA_PATH : JOIN_MAPS);
 	if (joined < 0) {
 		decline_active(se, o.token, LISM_R_SOCKMAP);
 		sk_fallback(s, st, re, LISM_R_SOCKMAP);
@@ -687,7 +784,8 @@ static void on_passive_established(struct bpf_sock_ops *s)
 		mark_peer_receives(st);
 	st->tx = joined ? LISM_TX_TCP : LISM_TX_SYNC;
 	st->state = LISM_ST_CONFIRMED;
-	confirm(re, se, joined ? LISM_R_NO_DATA_PATH : LISM_R_NONE);
+	confirm(re, se, joined && !exec && !peer_exec ? LISM_R_NO_DATA_PATH : LISM_R_NONE);
+	exec_decide(re, se, o.token, exec, peer_exec);
 	if (joined)
 		return; /* no data path: nothing to watch */
 	/*
@@ -745,7 +843,9 @@ static void on_state(struct bpf_sock_ops *s)
 	    old_state == BPF_TCP_FIN_WAIT1)
 		__sync_fetch_and_or(&e->conn_flags, LISM_CONN_ABORT);
 	__sync_fetch_and_or(&e->conn_flags, LISM_CONN_CLOSED);
-	if (st->role == LISM_ROLE_ACTIVE && e->state == LISM_ST_CONFIRMED)
+	/* a ring pair's bytes go through memory TCP does not count: it is not scored */
+	if (st->role == LISM_ROLE_ACTIVE && e->state == LISM_ST_CONFIRMED &&
+	    LISM_EXEC_MODE(e->exec) != LISM_EXEC_RING)
 		policy_churn_score(s, st, e);
 	if (e->state == LISM_ST_CONFIRMED || e->state == LISM_ST_READY)
 		emit_event(e->conn_flags & LISM_CONN_ABORT ? LISM_EV_ABORT : LISM_EV_CLOSE,

@@ -20,6 +20,7 @@
 #include "lism/abi.h"
 #include "lism/ablate.h"
 #include "lism/churn.h"
+#include "lism/exec.h"
 #include "lism/feature.h"
 #include "lism/hist.h"
 #include "lism/option.h"
@@ -233,6 +234,41 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lism_sweep);
 } sweep SEC(".maps") __weak;
+
+/*
+ * lism exec (lism/exec.h): a socket's mark, made by the setsockopt program
+ * (bpf/exec.bpf.c) and cloned into a listener's children by accept(); the
+ * mere storage is the mark.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__uint(map_flags, BPF_F_NO_PREALLOC | BPF_F_CLONE);
+	__type(key, int);
+	__type(value, __u32);
+} exec_marks SEC(".maps") __weak;
+
+/*
+ * Marked listeners, by kernel address, with their cookie (a freed
+ * listener's address may come back as another socket's): LRU, a hint the
+ * cookie confirms.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u64);
+} exec_listeners SEC(".maps") __weak;
+
+/* The device's lease: ring pairs are decided only while one serves. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lism_exec_lease);
+} exec_lease SEC(".maps") __weak;
 
 /* What runs on this instance and why not (include/lism/feature.h); written by the loader only. */
 struct {

@@ -11,7 +11,7 @@ passed=0 failed=0 status=0
 # command line, and streams through loopback and a DNAT'ed Service (through the shortcut where
 # the kernel has a data path)
 VMTEST_SMOKE='degraded/* fallback/* security/* dmb_alloc/* scope/* views/* cli/* shortcut/ipv4_loopback'
-VMTEST_SMOKE+=' shortcut/through_dnat_service_vip shortcut/closes_the_handshake_missed_are_reaped_at_destroy'
+VMTEST_SMOKE+=' shortcut/through_dnat_service_vip shortcut/closes_the_handshake_missed_are_reaped_at_destroy exec/*'
 
 # A suite's output goes through a file, not a pipe: a process a failed test
 # left behind may hold the suite's output open, and a pipe would wait for it.

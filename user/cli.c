@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "lism/exec.h"
 #include "event_types.h"
 #include "lism/abi.h"
 #include "lism/churn.h"
@@ -52,7 +53,7 @@ void lism_usage(FILE *f)
 		"  status   the loopback-ism device, like smcd device   [-j]\n"
 		"           [--gone]  (exit 0 only when nothing is pinned: a cleanup pod's readiness)\n"
 		"  conns    one row per connection end, like smcss -D\n"
-		"           [-w] [-j] [--port PORT] [--state STATE] [--mode shortcut|tcp|pending]\n"
+		"           [-w] [-j] [--port PORT] [--state STATE] [--mode shortcut|ring|tcp|pending]\n"
 		"  stats    counters, fallback reasons, message sizes, like smcd stats   [-j]\n"
 		"  stats reset   zero the counters\n"
 		"  events   follow lifecycle events (" LISM_EV_NAMES ")\n"
@@ -61,6 +62,7 @@ void lism_usage(FILE *f)
 		"           /healthz and /livez; log a summary every --log-interval and the\n"
 		"           --log-events types one by one\n"
 		"           [load options] [--metrics-addr ADDR:PORT] [--unload-on-exit] [-j]\n"
+		"           [--device-socket PATH|none]  (lism exec's device, default " LISM_DEVICE_SOCKET ")\n"
 		"           [--log-events all|none|TYPE,...] [--log-interval SECONDS]\n"
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
 		"  set active drain    keep them on TCP until a lism run adopts the instance\n"
@@ -273,6 +275,7 @@ enum {
 	OPT_LOG_EVENTS,
 	OPT_LOG_INTERVAL,
 	OPT_LOCAL_ROUTES,
+	OPT_DEVICE_SOCKET,
 };
 
 /* Every option of every command: getopt knows them all, so one of another command is named as such. */
@@ -301,6 +304,7 @@ static const struct option longopts[] = {
 	{ "all", no_argument, NULL, OPT_ALL },
 	{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
 	{ "unload-on-exit", no_argument, NULL, OPT_UNLOAD_ON_EXIT },
+	{ "device-socket", required_argument, NULL, OPT_DEVICE_SOCKET },
 	{ "stay", no_argument, NULL, OPT_STAY },
 	{ "gone", no_argument, NULL, OPT_GONE },
 	{ "soft", no_argument, NULL, OPT_SOFT },
@@ -487,8 +491,10 @@ static int conns_opt(struct lism_opts *o, int c, const char *arg, char *err, siz
 			co->mode = LISM_MODE_TCP;
 		else if (!strcmp(arg, "pending"))
 			co->mode = LISM_MODE_PENDING;
+		else if (!strcmp(arg, "ring"))
+			co->mode = LISM_MODE_RING;
 		else
-			return fail(err, errlen, "--mode: '%s' is not shortcut, tcp or pending", arg);
+			return fail(err, errlen, "--mode: '%s' is not shortcut, ring, tcp or pending", arg);
 		return 0;
 	}
 	return 0;
@@ -518,6 +524,16 @@ static int run_opt(struct lism_opts *o, int c, const char *arg, char *err, size_
 		return 0;
 	case OPT_UNLOAD_ON_EXIT:
 		r->unload_on_exit = 1;
+		return 0;
+	case OPT_DEVICE_SOCKET:
+		if (!strcmp(arg, "none")) {
+			r->device_socket[0] = '\0';
+			return 0;
+		}
+		if (arg[0] != '/' || strlen(arg) >= sizeof(r->device_socket))
+			return fail(err, errlen, "--device-socket: '%s' is not an absolute path of at most %zu bytes, "
+				    "or none", arg, sizeof(r->device_socket) - 1);
+		strcpy(r->device_socket, arg);
 		return 0;
 	case OPT_LOG_EVENTS:
 		return parse_event_types(c, arg, &r->event_types, err, errlen);
@@ -615,6 +631,8 @@ static void run_init(struct lism_opts *o)
 	o->run.log_interval_s = LISM_DEFAULT_LOG_INTERVAL;
 	o->run.event_types = LISM_EV_DAEMON_DEFAULT;
 	strcpy(o->run.metrics_addr, LISM_DEFAULT_METRICS_ADDR);
+	/* $LISM_DEVICE: where liblism looks for the device, so the two meet by default */
+	snprintf(o->run.device_socket, sizeof(o->run.device_socket), "%s", lism_device_path(getenv("LISM_DEVICE")));
 }
 
 #define LOAD_OPTIONS                                                                                  \
@@ -646,7 +664,7 @@ static const struct command {
 	{ "events", LISM_CMD_EVENTS, (const int[]){ 'j', OPT_ALL, OPT_TYPE, 0 }, events_opt, NULL, events_init },
 	{ "run", LISM_CMD_RUN,
 	  (const int[]){ LOAD_OPTIONS, 'j', OPT_TIMEOUT, OPT_METRICS_ADDR, OPT_UNLOAD_ON_EXIT, OPT_LOG_EVENTS,
-			 OPT_LOG_INTERVAL, 0 },
+			 OPT_LOG_INTERVAL, OPT_DEVICE_SOCKET, 0 },
 	  run_opt, NULL, run_init },
 	{ "set", LISM_CMD_SET, (const int[]){ 0 }, NULL, set_args, NULL },
 	{ "mount-bpffs", LISM_CMD_MOUNT_BPFFS, (const int[]){ OPT_SOFT, 0 }, mount_opt, NULL, NULL },

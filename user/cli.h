@@ -9,6 +9,7 @@
 #include <linux/types.h>
 
 #include "error.h"
+#include "lism/exec.h"
 #include "load.h"
 #include "unload.h"
 
@@ -50,6 +51,7 @@ enum lism_mode_filter {
 	LISM_MODE_SHORTCUT,
 	LISM_MODE_TCP,
 	LISM_MODE_PENDING,
+	LISM_MODE_RING,
 };
 
 /*
@@ -99,6 +101,7 @@ struct lism_run_opts {
 	unsigned int log_interval_s; /* the summary line; 0: none */
 	__u32 event_types;           /* --log-events */
 	char metrics_addr[64];
+	char device_socket[LISM_DEVICE_PATH_MAX]; /* lism exec's device (lism/exec.h); "" with --device-socket none */
 	int unload_on_exit;
 };
 

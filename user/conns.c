@@ -20,6 +20,12 @@ enum lism_conn_mode lism_conn_mode(const struct lism_conn *c, unsigned int *reas
 	const struct lism_sk *st = &c->row.st;
 
 	*reason = LISM_R_NONE;
+	if (c->has_me && c->me.state == LISM_ST_CONFIRMED && LISM_EXEC_MODE(c->me.exec) == LISM_EXEC_RING)
+		return LISM_VIEW_RING; /* lism exec: its bytes go through a ring DMB in shared memory */
+	if (c->has_me && c->me.state == LISM_ST_CONFIRMED && LISM_EXEC_MODE(c->me.exec) == LISM_EXEC_KERNEL) {
+		*reason = LISM_EXEC_REASON(c->me.exec); /* lism exec's, decided with the pair */
+		return LISM_VIEW_TCP;
+	}
 	if (c->has_me && c->me.state == LISM_ST_CONFIRMED && (c->me.conn_flags & LISM_CONN_NO_DATA_PATH)) {
 		*reason = LISM_R_NO_DATA_PATH; /* paired, and no data path to carry it */
 		return LISM_VIEW_TCP;
@@ -46,7 +52,7 @@ enum lism_conn_mode lism_conn_mode(const struct lism_conn *c, unsigned int *reas
 
 void lism_conn_mode_str(const struct lism_conn *c, char *buf, size_t len)
 {
-	static const char *const names[] = { "shortcut", "tcp", "pending", "closed" };
+	static const char *const names[] = { "shortcut", "tcp", "pending", "closed", "ring" };
 	unsigned int reason;
 	enum lism_conn_mode m = lism_conn_mode(c, &reason);
 
@@ -245,6 +251,7 @@ static struct json_object *jconn_flags(__u32 flags)
 		{ LISM_CONN_ABORT, "abort" },
 		{ LISM_CONN_SEEN_BLOCKING, "seen_blocking" },
 		{ LISM_CONN_NO_DATA_PATH, "no_data_path" },
+		{ LISM_CONN_EXEC, "exec" },
 	};
 	struct json_object *a = json_object_new_array();
 
@@ -259,7 +266,7 @@ struct json_object *lism_conn_json(const struct lism_conn *c)
 	struct json_object *o = json_object_new_object();
 	unsigned int reason;
 	enum lism_conn_mode m = lism_conn_mode(c, &reason);
-	static const char *const modes[] = { "shortcut", "tcp", "pending", "closed" };
+	static const char *const modes[] = { "shortcut", "tcp", "pending", "closed", "ring" };
 	static const char *const roles[] = { "none", "active", "passive", "?" };
 
 	json_object_object_add(o, "state", json_object_new_string(lism_tcp_state_name(c->row.tcp_state)));
@@ -310,6 +317,8 @@ int lism_conn_matches(const struct lism_conn *c, const struct lism_conns_opts *o
 		return m == LISM_VIEW_TCP;
 	case LISM_MODE_PENDING:
 		return m == LISM_VIEW_PENDING;
+	case LISM_MODE_RING:
+		return m == LISM_VIEW_RING;
 	}
 	return 1;
 }

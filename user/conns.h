@@ -14,6 +14,7 @@ enum lism_conn_mode {
 	LISM_VIEW_TCP,      /* fell back, with a reason */
 	LISM_VIEW_PENDING,  /* handshake not finished */
 	LISM_VIEW_CLOSED,
+	LISM_VIEW_RING,     /* lism exec: confirmed, its bytes through a ring DMB (docs/exec.md) */
 };
 
 struct lism_conn {
@@ -24,7 +25,7 @@ struct lism_conn {
 };
 
 enum lism_conn_mode lism_conn_mode(const struct lism_conn *c, unsigned int *reason);
-/* "shortcut", "tcp:peer-no-lism", "pending", "closed" */
+/* "shortcut", "tcp:peer-no-lism", "pending", "closed", "ring" */
 void lism_conn_mode_str(const struct lism_conn *c, char *buf, size_t len);
 /* "127.0.0.1:80" or "[::1]:80" */
 void lism_fmt_endpoint(const __u8 addr[16], __u16 port, char *buf, size_t len);

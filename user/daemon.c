@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "broker.h"
 #include "clock.h"
 #include "device.h"
 #include "events.h"
@@ -66,6 +67,7 @@ struct http_ctx {
 	double heartbeat;          /* mono s: the main loop's last turn */
 	double attempt_since;      /* mono s: when the load or adoption under way began; 0: none */
 	int first_done;            /* the first attempt has ended (the startup probe's signal) */
+	struct lism_broker *broker; /* lism exec's device, while it serves */
 	/* the HTTP thread's own: /metrics reads at most once a second */
 	struct lism_snapshot cached;
 	double cached_at;
@@ -184,6 +186,25 @@ static void daemon_metrics(FILE *f, struct http_ctx *ctx)
 		for (const char *p = ctx->reason; *p; p++) /* label value escapes */
 			fprintf(f, *p == '"' ? "\\\"" : *p == '\\' ? "\\\\" : *p == '\n' ? "\\n" : "%c", *p);
 		fprintf(f, "\"} 1\n");
+	}
+	if (ctx->broker) {
+		struct lism_broker_stats bs;
+
+		lism_broker_stats(ctx->broker, &bs);
+		fprintf(f, "# HELP lism_device_attaches_total Ring DMB memories the device handed to a process "
+			   "that passed it a socket of a ring pair (lism exec).\n"
+			   "# TYPE lism_device_attaches_total counter\nlism_device_attaches_total %llu\n",
+			(unsigned long long)bs.attaches);
+		fprintf(f, "# HELP lism_device_refusals_total Requests the device refused: not a socket of a "
+			   "confirmed ring pair, a malformed request, or no memory.\n"
+			   "# TYPE lism_device_refusals_total counter\nlism_device_refusals_total %llu\n",
+			(unsigned long long)bs.refusals);
+		fprintf(f, "# HELP lism_device_rings_total Ring DMB memories the device made (one per pair).\n"
+			   "# TYPE lism_device_rings_total counter\nlism_device_rings_total %llu\n",
+			(unsigned long long)bs.rings);
+		fprintf(f, "# HELP lism_device_rings_held Ring pairs whose memory the device holds (until their "
+			   "connection ends).\n# TYPE lism_device_rings_held gauge\nlism_device_rings_held %u\n",
+			bs.held);
 	}
 	if (ctx->route_entries >= 0)
 		fprintf(f, "# HELP lism_scope_route_entries Prefixes in scope because this node routes them to a "
@@ -724,6 +745,41 @@ static void lost(struct http_ctx *ctx, const char *pin_path, const char *why)
 	fflush(stdout);
 }
 
+/* lism exec's device, once the instance runs (a failure: said, tried again at the next heartbeat). */
+static void device_start(struct http_ctx *ctx, const char *pin_path, const char *socket_path, int *said)
+{
+	struct lism_broker *b;
+	int err;
+
+	if (!socket_path[0] || ctx->broker)
+		return;
+	err = lism_broker_start(pin_path, socket_path, &b);
+	if (err) {
+		if (!*said)
+			lism_err("lism exec's device cannot serve at %s: %s; pairs under lism exec stay on TCP "
+				 "(exec-no-device) until it can (--device-socket)", socket_path, strerror(-err));
+		*said = 1;
+		return;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	ctx->broker = b;
+	pthread_mutex_unlock(&ctx->lock);
+	printf("lism: lism exec's device serves at %s\n", socket_path);
+	fflush(stdout);
+	*said = 0;
+}
+
+static void device_stop(struct http_ctx *ctx)
+{
+	struct lism_broker *b;
+
+	pthread_mutex_lock(&ctx->lock);
+	b = ctx->broker;
+	ctx->broker = NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	lism_broker_stop(b);
+}
+
 int lism_cmd_run(const struct lism_common_opts *co, const struct lism_run_opts *o)
 {
 	static struct http_ctx ctx; /* large (a snapshot); lives as long as the HTTP thread */
@@ -735,6 +791,7 @@ int lism_cmd_run(const struct lism_common_opts *co, const struct lism_run_opts *
 	struct sockaddr_storage sa;
 	struct pollfd p[3];
 	int ret, sfd = -1, scope_fd = -1, routes_ok = 0, stop = 0, loaded = 0, started = 0, have_prev = 0, ready = 0;
+	int device_said = 0;
 	enum follow follow = FOLLOWING;
 	double now, last_summary = 0, last_check = 0, routes_retry = 0;
 	char types[128];
@@ -805,6 +862,7 @@ int lism_cmd_run(const struct lism_common_opts *co, const struct lism_run_opts *
 				printf("\n");
 			fflush(stdout);
 			started = 1;
+			device_start(&ctx, co->pin_path, o->device_socket, &device_said);
 			last_check = last_summary = now = lism_mono_s();
 		}
 		if (ready && now - last_check >= HEARTBEAT_S) {
@@ -813,10 +871,12 @@ int lism_cmd_run(const struct lism_common_opts *co, const struct lism_run_opts *
 			last_check = now;
 			if (!healthy(co->pin_path, &why)) {
 				let_go(&routes, &scope_fd, &ev);
+				device_stop(&ctx);
 				ready = 0;
 				lost(&ctx, co->pin_path, why);
 				continue;
 			}
+			device_start(&ctx, co->pin_path, o->device_socket, &device_said);
 		}
 		next = now + HEARTBEAT_S;
 		if (ready)
@@ -881,6 +941,7 @@ int lism_cmd_run(const struct lism_common_opts *co, const struct lism_run_opts *
 out:
 	if (http)
 		MHD_stop_daemon(http);
+	device_stop(&ctx);
 	lism_routes_close(routes);
 	if (scope_fd >= 0)
 		close(scope_fd);

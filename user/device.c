@@ -266,6 +266,21 @@ static __u32 events_followed(const char *pin_path)
 	return mask;
 }
 
+/* lism exec's device lease into @l: 1 while it is live. */
+static int exec_lease(const char *pin_path, struct lism_exec_lease *l)
+{
+	int fd = lism_pin_open(pin_path, "exec_lease"), live = 0;
+	__u32 zero = 0;
+
+	memset(l, 0, sizeof(*l));
+	if (fd < 0)
+		return 0;
+	if (!bpf_map_lookup_elem(fd, &zero, l))
+		live = l->until_ns > lism_mono_ns();
+	close(fd);
+	return live;
+}
+
 /*
  * The backstop's recursion misses: a tracing program does not run while it
  * runs on the same CPU, and the kernel counts each such destroy in the
@@ -310,6 +325,8 @@ int lism_snapshot_read(const struct lism_instance *in, struct lism_snapshot *s)
 		s->attached = access(path, F_OK) == 0;
 	if (!err)
 		s->events_followed = events_followed(in->pin_path);
+	if (!err)
+		s->exec_serving = exec_lease(in->pin_path, &s->exec_lease);
 	if (!lism_pin_join(path, sizeof(path), in->pin_path, LISM_PIN_LINK_DESTROY))
 		s->backstop = access(path, F_OK) == 0;
 	s->backstop_misses_known = s->backstop && !backstop_misses(in->pin_path, &s->backstop_misses);

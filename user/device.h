@@ -11,6 +11,7 @@
 
 #include "bpf_time.h"
 #include "lism/abi.h"
+#include "lism/exec.h"
 #include "lism/feature.h"
 #include "lism/hist.h"
 #include "lism/reason.h"
@@ -39,6 +40,8 @@ struct lism_snapshot {
 	__u32 pair_only;        /* entries paired without a data path (LISM_CONN_NO_DATA_PATH): nothing to drain */
 	int attached;           /* the cgroup link is pinned */
 	__u32 events_followed;  /* LISM_EV_TYPE() mask of the event types a reader holds a lease on */
+	struct lism_exec_lease exec_lease; /* lism exec's device: its lease (lism/exec.h) */
+	int exec_serving;       /* the lease is live: new pairs of marked ends may take a ring */
 	int backstop;           /* the tcp_destroy_sock backstop's link is pinned */
 	int backstop_misses_known; /* its program's pin was readable */
 	__u64 backstop_misses;  /* destroys it did not see since its program loaded (recursion_misses) */

@@ -61,6 +61,14 @@ static const struct lism_feature_info table[LISM_F_MAX] = {
 		.programs = "",
 		.without = "status and /metrics show no BPF run time; everything else works",
 	},
+	[LISM_F_EXEC] = {
+		.name = "exec",
+		.title = "lism exec's socket options",
+		.programs = "lism_exec_set, lism_exec_get",
+		.needed_by = "lism exec",
+		.without = "processes under 'lism exec' find no lism and use the sk_msg path or TCP; "
+			   "everything else works",
+	},
 };
 
 static const char *const causes[] = {

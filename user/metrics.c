@@ -134,6 +134,9 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		"Sends kept on TCP because the peer's socket memory could have refused them "
 		"(no room under a cgroup v1 kmem.tcp limit, or TCP memory pressure).",
 		st[LISM_S_PEER_MEM_TIGHT]);
+	counter(f, "lism_ring_pairs_total",
+		"Pairs confirmed with both ends under lism exec and a device serving: ring DMBs.",
+		st[LISM_S_RING_PAIRS]);
 	counter(f, "lism_redirect_misses_total", "Sends whose peer was not in the shortcut map.",
 		st[LISM_S_REDIRECT_MISS]);
 	counter(f, "lism_events_lost_total", "Lifecycle events a reader followed but did not take in time (ring buffer full).",

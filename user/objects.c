@@ -12,6 +12,7 @@
 #include "objects.h"
 #include "pins.h"
 #include "backstop.skel.h"
+#include "exec.skel.h"
 #include "shortcut.skel.h"
 #include "sweep.skel.h"
 #include "views.skel.h"
@@ -36,12 +37,18 @@ static const void *sweep_elf(size_t *size)
 	return lism_sweep_bpf__elf_bytes(size);
 }
 
+static const void *exec_elf(size_t *size)
+{
+	return lism_exec_bpf__elf_bytes(size);
+}
+
 const struct lism_object lism_objects[] = {
 	{ "core", lism_core_elf, 1 },
 	{ "shortcut", shortcut_elf, 0 },
 	{ "views", views_elf, 0 },
 	{ "backstop", backstop_elf, 0 },
 	{ "sweep", sweep_elf, 0 },
+	{ "exec", exec_elf, 0 },
 };
 const size_t lism_n_objects = sizeof(lism_objects) / sizeof(lism_objects[0]);
 

@@ -2,6 +2,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,90 @@ static void sweep_remove(const char *pin_path)
 }
 
 /*
+ * The cgroup the instance's programs are attached to, opened: the device
+ * map's path, which is cut (and says so with "...") past its 255 bytes.
+ */
+static int instance_cgroup(const char *pin_path)
+{
+	struct lism_instance in;
+	struct lism_device d;
+	int err = lism_instance_open(&in, pin_path), fd;
+	size_t n;
+
+	if (err)
+		return err;
+	err = lism_device_read(&in, &d);
+	lism_instance_close(&in);
+	if (err)
+		return err;
+	d.cgroup[sizeof(d.cgroup) - 1] = '\0';
+	n = strlen(d.cgroup);
+	if (n >= 3 && !strcmp(d.cgroup + n - 3, "..."))
+		return -ENAMETOOLONG;
+	fd = open(d.cgroup, O_RDONLY | O_DIRECTORY);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * @prog on the instance's cgroup through the link pinned as @link_pin: the
+ * pinned link takes the new program in place (an upgrade), or a new link
+ * is made and pinned (a load).
+ */
+static int attach_cgroup_pinned(struct bpf_program *prog, int *cgfd, const char *pin_path, const char *link_pin)
+{
+	int old = lism_pin_open(pin_path, link_pin), err;
+	struct bpf_link *link;
+
+	if (old >= 0) {
+		err = bpf_link_update(old, bpf_program__fd(prog), NULL) ? -errno : 0;
+		close(old);
+		return err;
+	}
+	if (*cgfd < 0)
+		*cgfd = instance_cgroup(pin_path);
+	if (*cgfd < 0)
+		return *cgfd;
+	link = bpf_program__attach_cgroup(prog, *cgfd);
+	if (!link)
+		return -errno;
+	err = pin_over(bpf_link__fd(link), pin_path, link_pin);
+	if (err)
+		bpf_link__detach(link);
+	bpf_link__destroy(link); /* the pin keeps it attached */
+	return err;
+}
+
+/* lism exec's socket options: both programs on the instance's cgroup, each by a link of its own. */
+static int exec_start(struct bpf_object *obj, struct bpf_program *prog, const char *pin_path, char *why,
+		      size_t len)
+{
+	struct bpf_program *set = bpf_object__find_program_by_name(obj, "lism_exec_set");
+	int cgfd = -1, err = set ? 0 : -ENOENT;
+
+	if (!err)
+		err = attach_cgroup_pinned(prog, &cgfd, pin_path, LISM_PIN_LINK_EXEC_GET);
+	if (!err)
+		err = attach_cgroup_pinned(set, &cgfd, pin_path, LISM_PIN_LINK_EXEC_SET);
+	if (!err)
+		err = pin_over(bpf_program__fd(set), pin_path, LISM_PIN_PROG_EXEC_SET);
+	if (err == -ENAMETOOLONG)
+		snprintf(why, len, "the instance's cgroup path is longer than the device map keeps (255 bytes)");
+	else if (err)
+		snprintf(why, len, "attaching lism exec's sockopt programs to the instance's cgroup failed: %s",
+			 strerror(-err));
+	if (cgfd >= 0)
+		close(cgfd);
+	return err;
+}
+
+static void exec_remove(const char *pin_path)
+{
+	unpin(pin_path, LISM_PIN_LINK_EXEC_SET); /* their last references: detached */
+	unpin(pin_path, LISM_PIN_LINK_EXEC_GET);
+	unpin(pin_path, LISM_PIN_PROG_EXEC_SET);
+}
+
+/*
  * Each optional feature: its object and program, the program's pin, and
  * what else it sets up beside the pin (NULL: nothing) and takes down again.
  */
@@ -259,6 +344,7 @@ static const struct optional {
 	{ LISM_F_BACKSTOP, "backstop", "lism_destroy", LISM_PIN_PROG_DESTROY, NULL, backstop_start,
 	  backstop_remove },
 	{ LISM_F_SWEEP, "sweep", "lism_sweep_start", LISM_PIN_PROG_SWEEP, NULL, sweep_start, sweep_remove },
+	{ LISM_F_EXEC, "exec", "lism_exec_get", LISM_PIN_PROG_EXEC_GET, NULL, exec_start, exec_remove },
 };
 
 /* Take down what a failed or replaced optional feature set up; what is not there is fine. */

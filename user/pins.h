@@ -11,6 +11,8 @@
  *   DIR/prog_destroy    the tcp_destroy_sock backstop program (read for its recursion misses)
  *   DIR/link_destroy    the tcp_destroy_sock backstop (frees a DMB whose close went unseen)
  *   DIR/prog_sweep_start the sweep timer's program
+ *   DIR/prog_exec_set, DIR/prog_exec_get, DIR/link_exec_set, DIR/link_exec_get
+ *                       lism exec's socket options and their cgroup attachments
  * DIR is --pin-path; several instances can coexist in different DIRs.
  */
 #ifndef LISM_PINS_H
@@ -29,6 +31,10 @@
 #define LISM_PIN_PROG_SWEEP "prog_sweep_start"
 #define LISM_PIN_LINK_SOCKOPS "link_sockops"
 #define LISM_PIN_LINK_DESTROY "link_destroy"
+#define LISM_PIN_PROG_EXEC_SET "prog_exec_set"
+#define LISM_PIN_PROG_EXEC_GET "prog_exec_get"
+#define LISM_PIN_LINK_EXEC_SET "link_exec_set"
+#define LISM_PIN_LINK_EXEC_GET "link_exec_get"
 
 /* "@dir/@name" into @out; -ENAMETOOLONG if it does not fit. */
 int lism_pin_join(char *out, size_t outlen, const char *dir, const char *name);

@@ -68,6 +68,9 @@ const struct lism_helper_req lism_helper_reqs[] = {
 	H(SCHED_CLS, loop, SWEEP), H(SCHED_CLS, probe_read_kernel, SWEEP),
 	H(SCHED_CLS, ktime_get_ns, SWEEP), H(SCHED_CLS, ringbuf_reserve, SWEEP),
 	H(SCHED_CLS, ringbuf_submit, SWEEP), H(SCHED_CLS, ringbuf_query, SWEEP),
+	/* lism_exec_set, lism_exec_get */
+	H(CGROUP_SOCKOPT, sk_storage_get, EXEC), H(CGROUP_SOCKOPT, sk_storage_delete, EXEC),
+	H(CGROUP_SOCKOPT, map_lookup_elem, EXEC),
 };
 const size_t lism_n_helper_reqs = sizeof(lism_helper_reqs) / sizeof(lism_helper_reqs[0]);
 
@@ -80,6 +83,8 @@ static const struct {
 	{ "lism_msg", BPF_SK_MSG_VERDICT },        /* on the senders map */
 	{ "lism_iter_socks", BPF_TRACE_ITER },     /* an iterator link per lism conns */
 	{ "lism_destroy", BPF_TRACE_RAW_TP },      /* a tracing link (tp_btf) */
+	{ "lism_exec_set", BPF_CGROUP_SETSOCKOPT }, /* cgroup links */
+	{ "lism_exec_get", BPF_CGROUP_GETSOCKOPT },
 };
 
 /* What a requirement means beyond its name. */

@@ -85,6 +85,7 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "  peer's DMB full", (unsigned long long)st[LISM_S_DMB_FULL]);
 	fprintf(f, ROW, "  peer's socket memory tight", (unsigned long long)st[LISM_S_PEER_MEM_TIGHT]);
 	fprintf(f, ROW, "  peer not in the map", (unsigned long long)st[LISM_S_REDIRECT_MISS]);
+	fprintf(f, ROW, "ring pairs (lism exec)", (unsigned long long)st[LISM_S_RING_PAIRS]);
 	fprintf(f, "Senders (sends through the data path)\n");
 	fprintf(f, ROW, "joined (both ways, or bulk)", (unsigned long long)st[LISM_S_SENDERS_JOINED]);
 	fprintf(f, ROW, "one-way, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_ONE_WAY]);
@@ -145,6 +146,7 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	add_u64(o, "sync_holds", st[LISM_S_SYNC_HOLDS]);
 	add_u64(o, "dmb_full", st[LISM_S_DMB_FULL]);
 	add_u64(o, "peer_mem_tight", st[LISM_S_PEER_MEM_TIGHT]);
+	add_u64(o, "ring_pairs", st[LISM_S_RING_PAIRS]);
 	add_u64(o, "redirect_miss", st[LISM_S_REDIRECT_MISS]);
 	add_u64(o, "events_lost", st[LISM_S_EVENTS_LOST]);
 	for (int i = 0; i < n; i++) {

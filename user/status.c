@@ -95,6 +95,15 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 		if (!off)
 			fprintf(f, "  features: all on (lism probe lists what each needs)\n");
 	}
+	if (lism_feature_enabled(&s->features[LISM_F_EXEC])) {
+		if (s->exec_serving)
+			fprintf(f, "  lism exec: a device serves (pid %u, ring DMBs of %u bytes), %llu ring pairs\n",
+				s->exec_lease.tgid, s->exec_lease.dmb_size,
+				(unsigned long long)s->stats[LISM_S_RING_PAIRS]);
+		else
+			fprintf(f, "  lism exec: no device serves (lism run is one): pairs under lism exec stay "
+				   "on TCP\n");
+	}
 	if (s->events_followed) {
 		char types[128];
 
@@ -174,6 +183,7 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	add_u64(o, "sync_holds", s->stats[LISM_S_SYNC_HOLDS]);
 	add_u64(o, "dmb_full", s->stats[LISM_S_DMB_FULL]);
 	add_u64(o, "peer_mem_tight", s->stats[LISM_S_PEER_MEM_TIGHT]);
+	add_u64(o, "ring_pairs", s->stats[LISM_S_RING_PAIRS]);
 	add_u64(o, "redirect_miss", s->stats[LISM_S_REDIRECT_MISS]);
 	add_u64(o, "events_lost", s->stats[LISM_S_EVENTS_LOST]);
 	add_u64(o, "reaped", s->stats[LISM_S_REAPED]);
@@ -204,6 +214,15 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	json_object_object_add(o, "fallback_reasons", reasons);
 	json_object_object_add(o, "bpf_time", bpf_time_json(&s->bpf_time));
 	json_object_object_add(o, "features", lism_features_json(s->features));
+	{
+		struct json_object *x = json_object_new_object();
+
+		json_object_object_add(x, "device_serving", json_object_new_boolean(s->exec_serving));
+		json_object_object_add(x, "device_pid",
+				       s->exec_serving ? json_object_new_uint64(s->exec_lease.tgid) : NULL);
+		add_u64(x, "ring_pairs", s->stats[LISM_S_RING_PAIRS]);
+		json_object_object_add(o, "exec", x);
+	}
 	return o;
 }
 

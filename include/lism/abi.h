@@ -11,7 +11,7 @@
 #include "types.h"
 #include "cursor.h"
 
-#define LISM_LAYOUT_VERSION 14
+#define LISM_LAYOUT_VERSION 15
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -114,8 +114,9 @@ enum lism_tx {
 					     and sent over TCP: nothing of its is in flight to it */
 #define LISM_CONN_PEER_SENDS (1u << 4)    /* the peer became a sender (sender.h): it may redirect
 					     to this end; until then nothing of its can be in flight */
-#define LISM_CONN_NO_DATA_PATH (1u << 5) /* paired on an instance without a data path: this end
-					     never joined the maps, its bytes stay on TCP */
+#define LISM_CONN_NO_DATA_PATH (1u << 5) /* this end never joined the maps (no data path on this
+					     instance, or lism exec): its bytes stay off the sk_msg path */
+#define LISM_CONN_EXEC (1u << 6)         /* this end runs liblism (lism/exec.h) */
 
 /* The "dmbs" map (token table), indexed by the token's slot. */
 struct lism_dmb {
@@ -132,6 +133,8 @@ struct lism_dmb {
 	__u32 dmb_size;
 	__u32 isn;           /* this end's initial sequence number: the pairing is bound to it */
 	__u32 gen;           /* times this slot was taken: makes every token of the slot unique */
+	__u32 exec;          /* the pair's transport and why (LISM_EXEC_WORD, lism/exec.h), decided at confirm */
+	__u32 exec_epoch;    /* RING: the epoch of the device whose lease decided it (lism/exec.h) */
 	__u32 pad1;
 	__u8 laddr[16];      /* IPv6, or IPv4 as ::ffff:a.b.c.d */
 	__u8 raddr[16];
@@ -304,6 +307,7 @@ enum lism_stat {
 	LISM_S_SENDER_LEAVES_REFUSED, /* leaves refused: its pair was still on, or its shortcut queue held bytes */
 	LISM_S_SENDERS_SEND_LIMITS, /* joins skipped: a send buffer (SO_SNDBUF, tcp_wmem max) or TCP_NOTSENT_LOWAT below LISM_SENDER_MIN_SEND_LIMIT */
 	LISM_S_PEER_MEM_TIGHT,  /* sends kept on TCP because the peer's socket memory could refuse them (rmem.h) */
+	LISM_S_RING_PAIRS,      /* pairs confirmed with both ends under lism exec and a device: ring DMBs */
 	LISM_S_MAX
 };
 

@@ -19,6 +19,7 @@ enum lism_feature {
 	LISM_F_SWEEP,      /* optional: a timer gives back entries of sockets freed unseen */
 	LISM_F_SEND_SIZES, /* optional: per-sendmsg callback, so bulk one-way writers join */
 	LISM_F_BPF_STATS,  /* optional: run time per program, as the kernel counts it */
+	LISM_F_EXEC,       /* optional: lism exec's socket options (cgroup sockopt programs) */
 	LISM_F_MAX
 };
 

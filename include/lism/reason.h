@@ -40,7 +40,17 @@
 	  "another lism instance, attached to a cgroup nearer the socket, handles it")           \
 	X(18, NO_DATA_PATH, "no-data-path",                                                       \
 	  "the pair is confirmed but this instance runs no data path ('lism status' says why, "  \
-	  "e.g. the kernel lacks it): its bytes stay on TCP")
+	  "e.g. the kernel lacks it): its bytes stay on TCP")                                    \
+	X(19, EXEC_NO_DEVICE, "exec-no-device",                                                   \
+	  "both ends run under lism exec, but no lism device served (lism run): the pair stays "  \
+	  "on TCP")                                                                               \
+	X(20, EXEC_PEER_NO_LIB, "exec-peer-no-lib",                                               \
+	  "only one end runs under lism exec (the other is not preloaded: a static binary, Go): " \
+	  "the pair stays on TCP")                                                                \
+	X(21, EXEC_UNDECIDED, "exec-undecided",                                                   \
+	  "under lism exec, the passive end had not confirmed the pair when the active end's "    \
+	  "process needed an answer (its last ACK was dropped, e.g. a full accept queue): the "   \
+	  "pair stays on TCP")
 
 /* Codes retired, never reused: no reason names them any more. */
 #define LISM_REASON_RETIRED(code) ((code) == 8 || (code) == 16)

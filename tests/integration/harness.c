@@ -211,6 +211,9 @@ void env_up(struct env *e, const char *load_args)
 		     (int)sizeof(e->cgroup));
 	cgroup_home(e->cgroot, e->cghome, sizeof(e->cghome));
 	snprintf(e->pin, sizeof(e->pin), "/sys/fs/bpf/%s", e->name);
+	/* lism exec's device (a lism run's, or a test's own) and its callers meet here, not in /run/lism */
+	snprintf(e->device, sizeof(e->device), "/tmp/%s-device/device.sock", e->name);
+	setenv("LISM_DEVICE", e->device, 1);
 	if (lism_is_bpffs("/sys/fs/bpf") != 1)
 		cr_assert_eq(sh("mount -t bpf bpf /sys/fs/bpf"), 0, "cannot mount bpffs");
 	cr_assert_eq(mkdir(e->cgroup, 0755), 0, "mkdir %s: %s", e->cgroup, strerror(errno));
@@ -483,6 +486,10 @@ void env_down(struct env *e)
 		lism(e, "unload --timeout 2 --force");
 	lism_pins_remove(e->pin);
 	rmdir(e->cgroup);
+	if (e->device[0]) {
+		sh("rm -rf /tmp/%s-device", e->name);
+		e->device[0] = '\0';
+	}
 	if (e->plain_loaded) {
 		kill_stragglers(e->plain_cgroup);
 		sh("%s unload --timeout 2 --force --pin-path %s >/dev/null 2>&1", lism_bin(), e->plain_pin);
@@ -752,6 +759,7 @@ void sweep_leftovers(int pid)
 	sh("for n in $(ip netns list | awk '{print $1}' | grep '^lt%d-'); do ip netns del $n; done",
 	   pid);
 	sh("rm -f /tmp/lism-t-%d-probe", pid);
+	sh("rm -rf /tmp/lism-t-%d-*-device", pid);
 }
 
 /*

@@ -25,6 +25,7 @@ struct env {
 	char cgroup[PATH_MAX];
 	char cghome[PATH_MAX]; /* the cgroup2 directory the test process came from (env_leave goes back) */
 	char pin[PATH_MAX];
+	char device[108];  /* lism exec's device socket of the test ($LISM_DEVICE, set by env_up) */
 	char netns[8][64]; /* [0]: the test's own, where it starts (env_up) */
 	int n_netns;
 	int entered;

@@ -24,6 +24,7 @@
 
 #include "feature.h"
 #include "harness.h"
+#include "lism/exec.h"
 #include "pins.h"
 #include "traffic.h"
 
@@ -208,6 +209,30 @@ Test(degraded, without_the_conns_iterator)
 	cr_assert_eq(lism_out(&e, "conns -j", out, sizeof(out)), 3, "%s", out);
 	cr_assert_eq(lism_out(&e, "stats", out, sizeof(out)), 0, "%s", out);
 	assert_metrics(LISM_F_CONNS);
+}
+
+/* Without lism exec's options: a mark fails as with no lism at all, and nothing else changes. */
+Test(degraded, without_lism_exec)
+{
+	char path[PATH_MAX];
+	int fd, one = 1;
+
+	require_root();
+	up_without("exec");
+	assert_reported_off(LISM_F_EXEC, "lism_exec_set");
+	lism_pin_join(path, sizeof(path), e.pin, LISM_PIN_LINK_EXEC_SET);
+	cr_assert_neq(access(path, F_OK), 0, "lism_exec_set is attached");
+	lism_pin_join(path, sizeof(path), e.pin, LISM_PIN_LINK_EXEC_GET);
+	cr_assert_neq(access(path, F_OK), 0, "lism_exec_get is attached");
+	env_enter(&e);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(setsockopt(fd, LISM_SOL, LISM_SO_EXEC, &one, sizeof(one)), -1, "a mark took without lism exec");
+	cr_assert_eq(errno, ENOPROTOOPT);
+	close(fd);
+	env_leave(&e);
+	assert_core_carries();
+	assert_metrics(LISM_F_EXEC);
 }
 
 Test(degraded, without_the_backstop)

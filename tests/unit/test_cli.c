@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -140,6 +141,15 @@ Test(cli, operator_commands)
 	cr_assert_eq(o.run.cfg.max_dmbs, 9);
 	cr_assert_eq(parse("run", &o, err), LISM_EXIT_OK, "%s", err);
 	cr_assert_str_eq(o.run.metrics_addr, "127.0.0.1:19435");
+	cr_assert_str_eq(o.run.device_socket, getenv("LISM_DEVICE") ? getenv("LISM_DEVICE") : "/run/lism/device.sock");
+	setenv("LISM_DEVICE", "/tmp/elsewhere.sock", 1); /* where liblism looks: the device's default too */
+	cr_assert_eq(parse("run", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_str_eq(o.run.device_socket, "/tmp/elsewhere.sock");
+	unsetenv("LISM_DEVICE");
+	cr_assert_eq(parse("run --device-socket /tmp/d.sock", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_str_eq(o.run.device_socket, "/tmp/d.sock");
+	cr_assert_eq(parse("run --device-socket none", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_str_eq(o.run.device_socket, "");
 }
 
 /* --local-routes on|off: load and run only, a value (a ConfigMap's), off by default. */
@@ -274,6 +284,8 @@ Test(cli, rejects_invalid_input)
 		{ "run --metrics-addr 127.0.0.1", "--metrics-addr" },
 		{ "run --metrics-addr 127.0.0.1:0", "--metrics-addr" },
 		{ "run --metrics-addr [::1]:99999", "--metrics-addr" },
+		{ "run --device-socket dev.sock", "--device-socket" },
+		{ "load --device-socket /tmp/d.sock", "does not apply" },
 		{ "events --port 80", "does not apply" },
 		{ "status -w", "does not apply" },
 		{ "status -xj", "unknown option '-x'" },
