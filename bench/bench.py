@@ -23,6 +23,8 @@ Modes:
   heuristic wins there, for a higher-is-better unit):
   lism-eager      --eager-senders: every paired socket a sender from the
                   handshake (no sender rules, include/lism/sender.h)
+  lism-ab-adaptive  lism-ab with the sender rules (--senders=adaptive), on the
+                  blocking workloads: the rules where sockperf's reader is
   lism-no-churn   --no-churn-detect (include/lism/churn.h)
   lism-old        BENCH_LISM_OLD=path/to/lism: another build's lism (an A/B
                   of two builds, interleaved like every other mode)
@@ -374,7 +376,10 @@ def settle(idle_share=0.9, window=0.2, limit=5.0):
 # ---------------------------------------------------------------- modes
 
 ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-churn": ["--no-churn-detect"],
-             "lism-no-bulk-sndbuf": ["LISM_ABLATE=bulk-sndbuf"]}
+             "lism-no-bulk-sndbuf": ["LISM_ABLATE=bulk-sndbuf"],
+             # lism-ab with the sender rules back (--senders after --eager-senders wins): the rules on
+             # the blocking small-message streams they were made for (sockperf's reader)
+             "lism-ab-adaptive": ["--senders=adaptive"]}
 # BENCH_LISM_OLD=path/to/lism: modes lism-old and lism-ab-old, another build's lism, interleaved
 # with this one (an A/B)
 LISM_OLD = os.environ.get("BENCH_LISM_OLD")

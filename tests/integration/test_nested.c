@@ -12,6 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "broker.h"
+#include "exec/attach.h"
 #include "harness.h"
 #include "pins.h"
 #include "traffic.h"
@@ -138,6 +144,50 @@ Test(nested, ends_of_two_instances_are_two_devices)
 	cr_assert_geq(out.reasons[LISM_R_GID_MISMATCH], 1, "the outer listener did not see another device");
 	cr_assert_eq(in.reasons[LISM_R_PEER_NO_LISM], 1, "the client did not fall back for want of an answer");
 	cr_assert_eq(in.stats[LISM_S_SC_BYTES] + out.stats[LISM_S_SC_BYTES], 0);
+	close(c);
+	close(s);
+	close(l);
+	cr_assert_eq(wait_drained(&inner, 3000), 0);
+	cr_assert_eq(wait_drained(&outer, 3000), 0);
+}
+
+/*
+ * lism exec under two instances: the inner one marks, decides and answers;
+ * the outer one's sockopt programs, which run after it, leave its answer
+ * standing (it would say "not marked": the mark is in the inner's map).
+ */
+Test(nested, an_inner_instances_exec_answer_stands)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	struct lism_exec_info ic, is;
+	struct lism_broker *dev = NULL;
+	struct lism_dmb ent;
+	int l, c, s;
+
+	require_root();
+	needs(LISM_F_EXEC);
+	up();
+	cr_assert_eq(lism_broker_start(inner.pin, outer.device, &dev), 0);
+	join(inner.cgroup);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(lism_exec_mark(l), 0);
+	cr_assert_eq(lism_exec_mark(c), 0);
+	cr_assert_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(l, 4), 0);
+	cr_assert_eq(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	cr_assert_eq(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+	s = accept(l, NULL, NULL);
+	join(outer.cghome);
+	cr_assert_geq(s, 0);
+	cr_assert_eq(lism_exec_wait(c, &ic, 5000), 0);
+	cr_assert_eq(lism_exec_wait(s, &is, 5000), 0);
+	cr_assert(ic.flags & LISM_EXEC_I_MARKED, "the outer instance overwrote the inner one's answer");
+	cr_assert_eq(ic.mode, LISM_EXEC_RING, "mode %u reason %u", ic.mode, ic.reason);
+	cr_assert_eq(is.mode, LISM_EXEC_RING, "mode %u reason %u", is.mode, is.reason);
+	cr_assert_eq(dmb_lookup(&inner, ic.token, &ent), 1, "the answer is not the inner instance's pair");
+	lism_broker_stop(dev);
 	close(c);
 	close(s);
 	close(l);
