@@ -65,6 +65,7 @@ ctr=lism-node-$id
 port=$((21000 + id % 1000))
 ns_node=ln$id-node ns_a=ln$id-a ns_b=ln$id-b ns_c=ln$id-c ns_r=ln$id-r
 tmp=$(mktemp -d /tmp/lism-node.XXXXXX)
+mkdir -p "$tmp/run-lism" # the node's /run/lism (lism exec's device socket; the DaemonSet's hostPath)
 # the node's /sys/fs/bpf: a directory of this run, on a shared mount so the
 # init container's Bidirectional mount comes back to it
 bpffs=$tmp/bpffs
@@ -152,7 +153,7 @@ spec=$(spec_of "$root/deploy/kubernetes" lism "${config[@]}") || { bad "reading 
 # one per line; the node's host paths mapped to this run's
 podman_args() {
 	node -e '
-		const [spec, which, bpffs, cgroot, seccomp] = process.argv.slice(1);
+		const [spec, which, bpffs, cgroot, seccomp, devdir] = process.argv.slice(1);
 		const s = JSON.parse(spec);
 		const c = which === "init" ? s.containers.find((x) => x.init) : s.containers.find((x) => x.name === which);
 		if (!c) process.exit(1);
@@ -169,12 +170,14 @@ podman_args() {
 		if (c.memoryLimit) out.push(`--memory=${c.memoryLimit}`);
 		const prop = { Bidirectional: ",rshared", HostToContainer: ",rslave", None: "" };
 		for (const m of c.mounts) {
-			const host = m.host === "/sys/fs/bpf" ? bpffs : m.host === "/sys/fs/cgroup" ? cgroot : m.host;
+			/* the node directories are this test run own ones, never the host ones */
+			const host = m.host === "/sys/fs/bpf" ? bpffs : m.host === "/sys/fs/cgroup" ? cgroot :
+				     m.host === "/run/lism" ? devdir : m.host;
 			out.push("-v", `${host}:${m.path}:${m.readOnly ? "ro" : "rw"}${prop[m.propagation]}`);
 		}
 		out.push(c.image);
 		console.log(out.join("\n"));
-	' "$1" "$2" "$bpffs" "$cgroot" "$root/deploy/seccomp/lism.json"
+	' "$1" "$2" "$bpffs" "$cgroot" "$root/deploy/seccomp/lism.json" "$tmp/run-lism"
 }
 field() { # spec, container name, field: one value per line
 	node -e 'const s=JSON.parse(process.argv[1]); const c=s.containers.find((x)=>x.name===process.argv[2]);
