@@ -22,9 +22,6 @@ struct lism_broker_stats {
 	__u64 refusals;     /* requests refused: not a socket of a ring pair of this device, a malformed
 			       request, no memory */
 	__u64 rings;        /* ring memories made (one per pair) */
-	__u64 lost_answers; /* answers the caller was gone for */
-	__u64 lease_fails;  /* renewals the map refused (the lease lapses: new pairs stay on TCP) */
-	__u64 failed;       /* 1: the device's thread stopped (its epoll failed); it serves nothing */
 	__u32 held;         /* pairs whose memory the device holds: until both their entries are gone */
 };
 
