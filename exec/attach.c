@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "exec/attach.h"
+#include "exec/scm.h"
 #include "lism/abi.h"
 
 const char *lism_exec_device_path(void)
@@ -70,7 +71,6 @@ static int ask(int fd, const char *device_path, struct lism_device_ans *ans, int
 	char cbuf[CMSG_SPACE(sizeof(int) * 4)] = { 0 };
 	struct iovec iov = { &req, sizeof(req) };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 	int s, err = 0, nfds = 0;
 	ssize_t n;
 
@@ -91,10 +91,7 @@ static int ask(int fd, const char *device_path, struct lism_device_ans *ans, int
 		err = -errno;
 		goto out;
 	}
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	lism_scm_put(&m, cbuf, fd);
 	do
 		n = sendmsg(s, &m, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
@@ -109,19 +106,8 @@ static int ask(int fd, const char *device_path, struct lism_device_ans *ans, int
 		n = recvmsg(s, &m, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	/* exactly one fd is an answer; any other count is closed and refused */
-	for (c = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-				int fd;
-
-				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-				if (*memfd < 0 && !nfds++) {
-					*memfd = fd;
-				} else {
-					close(fd);
-					nfds++;
-				}
-			}
+	if (n >= 0)
+		nfds = lism_scm_take(&m, memfd, 1);
 	if (nfds > 1)
 		err = -EPROTO;
 	else if (n != sizeof(*ans) || ans->magic != LISM_DEVICE_MAGIC || (m.msg_flags & MSG_CTRUNC))

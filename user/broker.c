@@ -21,6 +21,7 @@
 
 #include "broker.h"
 #include "exec/ring.h"
+#include "exec/scm.h"
 #include "lism/abi.h"
 #include "lism/exec.h"
 #include "lism/token.h"
@@ -250,59 +251,34 @@ static void sweep(struct lism_broker *b)
 /* The one request of client @cfd, answered; the caller drops the client after it. */
 static void serve(struct lism_broker *b, int cfd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+	char cbuf[CMSG_SPACE(sizeof(int) * 4)], obuf[CMSG_SPACE(sizeof(int))];
 	struct lism_device_req req;
 	struct lism_device_ans ans = { .magic = LISM_DEVICE_MAGIC };
-	struct iovec iov = { &req, sizeof(req) };
+	struct iovec iov = { &req, sizeof(req) }, oiov = { &ans, sizeof(ans) };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct msghdr om = { .msg_iov = &oiov, .msg_iovlen = 1 };
 	int fds[4], nfds = 0, memfd = -1;
-	struct cmsghdr *c;
 	ssize_t n;
 
 	n = recvmsg(cfd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	/* every fd received is closed, whatever came with it (an empty message carries fds too) */
-	for (c = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-				int fd;
-
-				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-				if (nfds < 4)
-					fds[nfds++] = fd;
-				else
-					reap(b, fd);
-			}
-	if (n <= 0) {
-		for (int i = 0; i < nfds; i++)
-			reap(b, fds[i]);
-		return;
-	}
-	if (n != sizeof(req) || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || req.magic != LISM_DEVICE_MAGIC ||
-	    req.op != LISM_DEVICE_ATTACH || nfds != 1)
-		ans.err = -EINVAL;
-	else
+	/* every fd received is closed, whatever came with it (an empty message carries fds too); 4 fit */
+	if (n >= 0)
+		nfds = lism_scm_take(&m, fds, 4);
+	if (n > 0 && n == sizeof(req) && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+	    req.magic == LISM_DEVICE_MAGIC && req.op == LISM_DEVICE_ATTACH && nfds == 1)
 		ans.err = attach(b, fds[0], &ans, &memfd);
+	else
+		ans.err = -EINVAL;
 	for (int i = 0; i < nfds; i++)
 		reap(b, fds[i]); /* the caller's socket is the caller's: nothing of it stays here */
+	if (n <= 0)
+		return; /* nothing asked: no answer */
 	count(b, ans.err ? &b->st.refusals : &b->st.attaches);
-	{
-		char obuf[CMSG_SPACE(sizeof(int))] = { 0 };
-		struct iovec oiov = { &ans, sizeof(ans) };
-		struct msghdr om = { .msg_iov = &oiov, .msg_iovlen = 1 };
-
-		if (!ans.err) {
-			om.msg_control = obuf;
-			om.msg_controllen = sizeof(obuf);
-			c = CMSG_FIRSTHDR(&om);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(c), &memfd, sizeof(int));
-		}
-		sendmsg(cfd, &om, MSG_DONTWAIT | MSG_NOSIGNAL); /* a caller gone asks again, or resets */
-	}
+	if (!ans.err)
+		lism_scm_put(&om, obuf, memfd);
+	sendmsg(cfd, &om, MSG_DONTWAIT | MSG_NOSIGNAL); /* a caller gone asks again, or resets */
 }
 
 static void client_drop(struct lism_broker *b, int cfd)
