@@ -32,7 +32,7 @@ CFLAGS   ?= -O2 -g
 # Expanded when a recipe runs (=, not :=): on a fresh machine pkg-config and
 # the -dev packages only exist once `deps` has run.
 USER_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -I. -Iinclude -Iuser -I$(BUILD) \
-	-DLISM_VERSION='"$(VERSION)"' $(shell $(PKG_CONFIG) --cflags libbpf libelf json-c libmicrohttpd libmnl)
+	-DLISM_VERSION='"$(VERSION)"' -DLISM_LIBDIR='"$(PREFIX)/lib/lism"' $(shell $(PKG_CONFIG) --cflags libbpf libelf json-c libmicrohttpd libmnl)
 USER_LIBS = $(shell $(PKG_CONFIG) --libs libbpf libelf json-c libmicrohttpd libmnl)
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-function -Iinclude -Ibpf -I$(BUILD)
@@ -55,7 +55,8 @@ USER_HDRS := $(wildcard user/*.h) $(wildcard include/lism/*.h) $(BUILD)/lism.ske
 
 # lism exec's data path (exec/: the preloaded library's sources), built
 # position-independent for liblism.so and linked into the unit tests.
-EXEC_SRCS := $(wildcard exec/*.c)
+# preload.c is liblism.so's own (it interposes libc): never linked elsewhere.
+EXEC_SRCS := $(filter-out exec/preload.c,$(wildcard exec/*.c))
 EXEC_OBJS := $(patsubst exec/%.c,$(BUILD)/exec/%.o,$(EXEC_SRCS))
 EXEC_HDRS := $(wildcard exec/*.h) $(wildcard include/lism/*.h)
 
@@ -68,7 +69,7 @@ TEST_BPF_SKELS := $(patsubst tests/bpf/%.bpf.c,$(BUILD)/tests/%.skel.h,$(wildcar
 # keep generated objects between the skeleton steps
 .SECONDARY:
 
-all: $(BUILD)/lism
+all: $(BUILD)/lism $(BUILD)/liblism.so
 
 help:
 	@echo 'make deps         install the Debian packages lism needs (apt-get)'
@@ -153,6 +154,12 @@ $(BUILD)/user/%.o: user/%.c $(USER_HDRS) | $(BUILD)/user
 $(BUILD)/exec/%.o: exec/%.c $(EXEC_HDRS) | $(BUILD)/exec
 	$(call say,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -fPIC -c $< -o $@
+
+# lism exec's preloaded library: only its interposed calls are exported.
+$(BUILD)/liblism.so: $(BUILD)/exec/preload.o $(EXEC_OBJS) exec/liblism.map
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,--version-script=exec/liblism.map -Wl,--no-undefined -Wl,-z,now \
+		$(BUILD)/exec/preload.o $(EXEC_OBJS) -ldl -lpthread -o $@
 
 $(BUILD)/lism: $(BUILD)/user/main.o $(LIB_OBJS) $(EXEC_OBJS)
 	$(call say,LD,$@)
@@ -314,6 +321,7 @@ test: deps vm-deps all image $(BUILD)/tests/unit $(BUILD)/tests/unit-asan $(BUIL
 install: all
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX)/sbin/lism)
 	$(Q)install -D -m 0755 $(BUILD)/lism $(DESTDIR)$(PREFIX)/sbin/lism
+	$(Q)install -D -m 0644 $(BUILD)/liblism.so $(DESTDIR)$(PREFIX)/lib/lism/liblism.so
 	$(Q)install -D -m 0644 docs/lism.8 $(DESTDIR)$(PREFIX)/share/man/man8/lism.8
 
 clean:

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "ring.h"
@@ -157,6 +158,9 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 		.buf = (unsigned char *)base + lism_ring_dmb_offset(end, size),
 		.size = size,
 		.cons = lism_cursor_unpack(LOAD(&h->dir[end].cons.cursor)),
+		.eaten = LOAD(&h->dir[end].cons.eaten),
+		.runs_done = LOAD(&h->dir[end].cons.runs_done),
+		.run_read = LOAD(&h->dir[end].cons.run_read),
 	};
 	rx->prod_seen = rx->cons;
 	*tx = (struct lism_ring_tx){
@@ -165,7 +169,15 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 		.size = size,
 		.prod = lism_cursor_unpack(LOAD(&h->dir[!end].prod.cursor)),
 		.state = LOAD(&h->dir[!end].prod.state) & WRITER_STATES,
+		.bells = LOAD(&h->dir[!end].prod.bells),
+		.runs = LOAD(&h->dir[!end].prod.runs),
 	};
+	if (tx->runs) { /* a process after exec: its last run may be open */
+		const struct lism_ring_run *r = &h->dir[!end].run[(tx->runs - 1) % LISM_RING_RUNS];
+
+		tx->in_run = !LOAD(&r->ended);
+		tx->run_len = LOAD(&r->len);
+	}
 	/* the consumer may be anywhere up to the producer: check against the
 	 * furthest back it could be */
 	tx->cons_seen = tx->prod;
@@ -175,11 +187,35 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 	return 0;
 }
 
+/* The next run, if the writer started it: 1 (rx->run_at, rx->run_bells
+ * set), 0 if none, -EPROTO. */
+static int load_run(struct lism_ring_rx *rx)
+{
+	const struct lism_ring_run *r;
+	__u64 runs;
+
+	if (rx->in_run)
+		return 1;
+	runs = LOAD(&rx->dir->prod.runs);
+	if (runs == rx->runs_done)
+		return 0;
+	if (runs - rx->runs_done > LISM_RING_RUNS)
+		return rx->err = -EPROTO;
+	r = &rx->dir->run[rx->runs_done % LISM_RING_RUNS];
+	rx->run_at = lism_cursor_unpack(LOAD(&r->at));
+	rx->run_bells = LOAD(&r->bells);
+	if (rx->run_at.count >= rx->size || rx->run_bells < rx->eaten)
+		return rx->err = -EPROTO;
+	rx->in_run = true;
+	return 1;
+}
+
 ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iovcnt, int flags)
 {
 	size_t want = iov_total(iov, iovcnt);
 	__u32 state;
-	__s64 n;
+	__s64 n, left;
+	int run;
 
 	if (rx->err)
 		return rx->err;
@@ -188,9 +224,21 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 	state = LOAD(&rx->dir->prod.state); /* before the cursor: see the header comment */
 	if (state & LISM_RING_ABORT)
 		return rx->err = -ECONNRESET;
+	run = load_run(rx); /* before the cursor too: the producer is past a run's start */
+	if (run < 0)
+		return run;
 	n = load_unread(rx);
 	if (n < 0)
 		return n;
+	if (run) {
+		__s64 to_run = distance(rx->cons, rx->run_at, rx->size);
+
+		if (to_run < 0 || to_run > n)
+			return rx->err = -EPROTO;
+		if (!to_run)
+			return -EXDEV;
+		n = to_run;
+	}
 	if (rx->eof && n)
 		return rx->err = -EPROTO; /* bytes after the end of the stream */
 	if (!n) {
@@ -205,22 +253,93 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 	if (!(flags & LISM_RING_PEEK)) {
 		rx->cons = advance(rx->cons, (__u32)n, rx->size);
 		STORE(&rx->dir->cons.cursor, lism_cursor_pack(rx->cons));
+		/* after the cursor; the writer adds after it publishes, so the
+		 * count may go below 0 for a moment: only a crossing from above
+		 * 0 to 0 or below owes a doorbell */
+		left = __atomic_fetch_sub(&rx->dir->prod.unread, n, __ATOMIC_ACQ_REL);
+		if (left > (__s64)rx->size || left < n - (__s64)rx->size)
+			return rx->err = -EPROTO;
+		if (left > 0 && left - n <= 0)
+			rx->owed++;
 	}
 	return n;
 }
 
+ssize_t lism_ring_run_left(struct lism_ring_rx *rx, bool *final)
+{
+	const struct lism_ring_run *r = &rx->dir->run[rx->runs_done % LISM_RING_RUNS];
+	__u32 ended;
+	__u64 len;
+
+	*final = false;
+	if (rx->err)
+		return rx->err;
+	if (!rx->in_run)
+		return 0;
+	ended = LOAD(&r->ended); /* before the length: once ended it is final */
+	len = LOAD(&r->len);
+	if (len < rx->run_read)
+		return rx->err = -EPROTO;
+	*final = ended;
+	if (len > rx->run_read)
+		return len - rx->run_read > SSIZE_MAX ? SSIZE_MAX : (ssize_t)(len - rx->run_read);
+	if (!ended)
+		return -EAGAIN;
+	rx->in_run = false;
+	rx->run_read = 0;
+	rx->runs_done++;
+	STORE(&rx->dir->cons.run_read, 0);
+	STORE(&rx->dir->cons.runs_done, rx->runs_done);
+	return 0;
+}
+
+size_t lism_ring_run_valid(struct lism_ring_rx *rx, size_t seen)
+{
+	const struct lism_ring_run *r = &rx->dir->run[rx->runs_done % LISM_RING_RUNS];
+	__u64 len;
+
+	if (!LOAD(&r->ended))
+		return seen; /* not ended after they were seen: all were sent in the run */
+	len = LOAD(&r->len);
+	return len - rx->run_read < seen ? (size_t)(len - rx->run_read) : seen;
+}
+
+void lism_ring_run_read(struct lism_ring_rx *rx, __u64 n)
+{
+	rx->run_read += n;
+	STORE(&rx->dir->cons.run_read, rx->run_read);
+}
+
+void lism_ring_rx_ate(struct lism_ring_rx *rx, __u64 n)
+{
+	rx->owed = n < rx->owed ? rx->owed - n : 0;
+	rx->eaten += n;
+	__atomic_store_n(&rx->dir->cons.eaten, rx->eaten, __ATOMIC_RELAXED);
+}
+
 ssize_t lism_ring_unread(struct lism_ring_rx *rx)
 {
-	return load_unread(rx);
+	int run = load_run(rx);
+	__s64 n = load_unread(rx), to_run;
+
+	if (run < 0 || n < 0)
+		return run < 0 ? run : n;
+	if (!run)
+		return n;
+	to_run = distance(rx->cons, rx->run_at, rx->size);
+	return to_run < 0 || to_run > n ? (rx->err = -EPROTO) : to_run;
 }
 
 ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iovcnt)
 {
 	size_t want = iov_total(iov, iovcnt);
-	__s64 used, n;
+	__s64 used, n, before;
 
+	tx->bell = false;
 	if (tx->err)
 		return tx->err;
+	if (tx->in_run)
+		return -EXDEV;
 	if (tx->state || (LOAD(&tx->dir->cons.state) & LISM_RING_READER_CLOSED))
 		return -EPIPE;
 	used = load_used(tx);
@@ -234,7 +353,56 @@ ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iov
 	copy_ring(tx->buf, tx->size, tx->prod.count, iov, (size_t)n, true);
 	tx->prod = advance(tx->prod, (__u32)n, tx->size);
 	STORE(&tx->dir->prod.cursor, lism_cursor_pack(tx->prod));
+	/* counted after they are published: a count above 0 always has bytes behind it */
+	before = __atomic_fetch_add(&tx->dir->prod.unread, n, __ATOMIC_ACQ_REL);
+	if (before > (__s64)tx->size || before < -(__s64)tx->size)
+		return tx->err = -EPROTO; /* the reader's count: more than the ring holds */
+	if (before <= 0 && before + n > 0) {
+		tx->bell = true;
+		__atomic_store_n(&tx->dir->prod.bells, ++tx->bells, __ATOMIC_RELAXED);
+	}
 	return n;
+}
+
+int lism_ring_tx_run_start(struct lism_ring_tx *tx)
+{
+	struct lism_ring_run *r = &tx->dir->run[tx->runs % LISM_RING_RUNS];
+	__u64 done;
+
+	if (tx->err)
+		return tx->err;
+	if (tx->in_run)
+		return 0;
+	done = LOAD(&tx->dir->cons.runs_done);
+	if (done > tx->runs)
+		return tx->err = -EPROTO;
+	if (tx->runs - done >= LISM_RING_RUNS)
+		return -EAGAIN;
+	STORE(&r->ended, 0);
+	STORE(&r->len, 0);
+	STORE(&r->bells, tx->bells);
+	STORE(&r->at, lism_cursor_pack(tx->prod));
+	tx->run_len = 0;
+	tx->in_run = true;
+	STORE(&tx->dir->prod.runs, ++tx->runs); /* a release: the slot first */
+	return 0;
+}
+
+void lism_ring_tx_run_add(struct lism_ring_tx *tx, __s64 n)
+{
+	tx->run_len += (__u64)n;
+	STORE(&tx->dir->run[(tx->runs - 1) % LISM_RING_RUNS].len, tx->run_len);
+}
+
+bool lism_ring_tx_run_end(struct lism_ring_tx *tx)
+{
+	if (!tx->in_run)
+		return true;
+	if (load_used(tx) != 0)
+		return false; /* the reader has not reached the run: it may still be far from its end */
+	STORE(&tx->dir->run[(tx->runs - 1) % LISM_RING_RUNS].ended, 1);
+	tx->in_run = false;
+	return true;
 }
 
 void lism_ring_tx_set_state(struct lism_ring_tx *tx, __u32 state)

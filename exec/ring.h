@@ -42,6 +42,13 @@ struct lism_ring_rx {
 	struct lism_cursor cons;       /* this end's consumer cursor: the authority */
 	struct lism_cursor prod_seen;  /* the peer's producer cursor as last checked */
 	bool eof;                      /* recv said the end of the stream */
+	bool in_run;                   /* run runs_done comes next: before run_at, after run_bells doorbells */
+	struct lism_cursor run_at;
+	__u64 run_bells;
+	__u64 runs_done;               /* runs read to their end */
+	__u64 run_read;                /* bytes read of the current run */
+	__u64 owed;                    /* doorbells to eat: one per recv that took unread to 0 or below */
+	__u64 eaten;                   /* doorbells eaten: the caller counts them (lism_ring_rx_ate) */
 	int err;                       /* 0, or -EPROTO or -ECONNRESET for good */
 };
 
@@ -52,6 +59,11 @@ struct lism_ring_tx {
 	struct lism_cursor prod;       /* this end's producer cursor: the authority */
 	struct lism_cursor cons_seen;  /* the peer's consumer cursor as last checked */
 	__u32 state;                   /* LISM_RING_DONE_WRITING ... as this end set them */
+	__u64 bells;                   /* doorbells due so far: one per send that took unread above 0 */
+	bool bell;                     /* the last send is due one: the caller sends it */
+	bool in_run;                   /* bytes go through TCP, in run runs - 1 */
+	__u64 runs;                    /* runs started */
+	__u64 run_len;
 	int err;
 };
 
@@ -68,18 +80,44 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 /* Copy up to the iovecs' length out of the DMB (read(2)'s answers): the
  * bytes copied; 0 for iovecs of no length, and at the end of the stream
  * (the writer done or closed and everything read); -EAGAIN if nothing is
- * there yet; -ECONNRESET if the writer aborted; -EPROTO if the header
- * broke an invariant. */
+ * there yet; -EXDEV once the ring is read up to a run (its bytes are on
+ * TCP, after rx->run_bells doorbells: lism_ring_run_left);
+ * -ECONNRESET if the writer aborted; -EPROTO if the header broke an
+ * invariant.  A recv that took the unread count to 0 or below adds one to
+ * rx->owed: the doorbells the caller eats, and no others. */
 ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iovcnt, int flags);
 
-/* The bytes waiting in this end's DMB (FIONREAD), or the error recv
- * said for good (-EPROTO, -ECONNRESET). */
+/* The bytes waiting in this end's DMB before the next run (FIONREAD), or
+ * the error recv said for good (-EPROTO, -ECONNRESET). */
 ssize_t lism_ring_unread(struct lism_ring_rx *rx);
 
 /* Copy up to the iovecs' length into the peer's DMB: the bytes copied;
  * -EAGAIN if it is full; -EPIPE if this end shut down writing or the
- * reader closed; -EPROTO if the header broke an invariant. */
+ * reader closed; -EXDEV in a run; -EPROTO if the header
+ * broke an invariant.  tx->bell says whether this send is due a doorbell. */
 ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iovcnt);
+
+/* The reader ate @n doorbells. */
+void lism_ring_rx_ate(struct lism_ring_rx *rx, __u64 n);
+
+/* After recv said -EXDEV: the run's bytes to read from TCP now (> 0),
+ * *@final if that count is final; 0 once it ended and all are read (recv
+ * reads the ring again); -EAGAIN while it is open and nothing more is
+ * counted; -EPROTO.  A count not final may include bytes the writer
+ * counted and then did not send: peek them, and lism_ring_run_valid says
+ * how many of the @seen bytes are the run's (what follows a run that
+ * ended is doorbells and later runs). */
+ssize_t lism_ring_run_left(struct lism_ring_rx *rx, bool *final);
+size_t lism_ring_run_valid(struct lism_ring_rx *rx, size_t seen);
+void lism_ring_run_read(struct lism_ring_rx *rx, __u64 n);
+
+/* The writer: start a run at the ring's producer cursor (-EAGAIN while
+ * LISM_RING_RUNS are unread), count @n bytes into it before sending them
+ * (a negative @n takes back what was not sent), and end it once the
+ * reader has read the ring up to it (false while it has not). */
+int lism_ring_tx_run_start(struct lism_ring_tx *tx);
+void lism_ring_tx_run_add(struct lism_ring_tx *tx, __s64 n);
+bool lism_ring_tx_run_end(struct lism_ring_tx *tx);
 
 /* This end stops writing (LISM_RING_DONE_WRITING, _CLOSED) or resets
  * (_ABORT): said after every byte already sent. */

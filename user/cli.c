@@ -64,6 +64,9 @@ void lism_usage(FILE *f)
 		"           [load options] [--metrics-addr ADDR:PORT] [--unload-on-exit] [-j]\n"
 		"           [--device-socket PATH|none]  (lism exec's device, default " LISM_DEVICE_SOCKET ")\n"
 		"           [--log-events all|none|TYPE,...] [--log-interval SECONDS]\n"
+		"  exec     run a command with liblism preloaded: its connections to other programs\n"
+		"           under lism exec move their bytes through shared-memory rings\n"
+		"           [--device-socket PATH] [--] CMD [ARG]...\n"
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
 		"  set active drain    keep them on TCP until a lism run adopts the instance\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
@@ -625,6 +628,25 @@ static void run_init(struct lism_opts *o)
 	snprintf(o->run.device_socket, sizeof(o->run.device_socket), "%s", lism_device_path(getenv("LISM_DEVICE")));
 }
 
+static int exec_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	(void)c; /* --device-socket, its only one */
+	if (arg[0] != '/' || strlen(arg) >= sizeof(o->exec.device_socket))
+		return fail(err, errlen, "--device-socket: '%s' is not an absolute path of at most %zu bytes", arg,
+			    sizeof(o->exec.device_socket) - 1);
+	strcpy(o->exec.device_socket, arg);
+	return 0;
+}
+
+/* lism exec's command: everything after the options (getopt stops at the first non-option). */
+static int exec_args(struct lism_opts *o, int n, char **args, char *err, size_t errlen)
+{
+	if (n < 1)
+		return fail(err, errlen, "exec: missing the command to run (lism exec [--device-socket PATH] -- CMD...)");
+	o->exec.argv = args;
+	return 0;
+}
+
 #define LOAD_OPTIONS                                                                                  \
 	OPT_CGROUP, OPT_MAX_DMBS, OPT_DMB_SIZE, OPT_LOCAL_CIDR, OPT_EXCLUDE_CIDR, OPT_LOCAL_ROUTES,    \
 		OPT_ALLOW_BLOCKING, OPT_NO_CHURN_DETECT, OPT_EAGER_SENDERS,                            \
@@ -659,6 +681,7 @@ static const struct command {
 	{ "set", LISM_CMD_SET, (const int[]){ 0 }, NULL, set_args, NULL },
 	{ "mount-bpffs", LISM_CMD_MOUNT_BPFFS, (const int[]){ OPT_SOFT, 0 }, mount_opt, NULL, NULL },
 	{ "probe", LISM_CMD_PROBE, (const int[]){ 'j', 0 }, NULL, NULL, NULL },
+	{ "exec", LISM_CMD_EXEC, (const int[]){ OPT_DEVICE_SOCKET, 0 }, exec_opt, exec_args, NULL },
 	{ "help", LISM_CMD_HELP, (const int[]){ 0 }, NULL, NULL, NULL },
 	{ "version", LISM_CMD_VERSION, (const int[]){ 0 }, NULL, NULL, NULL },
 };
@@ -713,7 +736,8 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 	ac = argc - 1;
 	optind = 0; /* full getopt reset (GNU), also for repeated calls */
 	opterr = 0;
-	while ((c = getopt_long(ac, av, ":jwvh", longopts, NULL)) != -1) {
+	/* exec: the command's own options are its own ("+": stop at the first non-option) */
+	while ((c = getopt_long(ac, av, cmd->cmd == LISM_CMD_EXEC ? "+:jwvh" : ":jwvh", longopts, NULL)) != -1) {
 		const char *arg = optarg, *optname = av[optind - 1];
 
 		/* a long option given a value it takes none of (--force=1): optopt is its code */

@@ -27,6 +27,7 @@ enum lism_cmd {
 	LISM_CMD_PROBE,
 	LISM_CMD_HELP,
 	LISM_CMD_VERSION,
+	LISM_CMD_EXEC,
 };
 
 #define LISM_DEFAULT_METRICS_ADDR "127.0.0.1:19435"
@@ -110,6 +111,11 @@ struct lism_set_opts {
 	__u32 value; /* for LISM_SET_ACTIVE: 1 on, 0 off, LISM_ACTIVE_DRAIN */
 };
 
+struct lism_exec_opts {
+	char device_socket[LISM_DEVICE_PATH_MAX]; /* "": $LISM_DEVICE's rule (lism_device_path) */
+	char **argv;                              /* the command, NULL-terminated (main's argv) */
+};
+
 struct lism_mount_opts {
 	int soft; /* a failure is said and exits 0 */
 };
@@ -128,6 +134,7 @@ struct lism_opts {
 		struct lism_run_opts run;
 		struct lism_set_opts set;
 		struct lism_mount_opts mount;
+		struct lism_exec_opts exec;
 	};
 };
 

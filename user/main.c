@@ -38,6 +38,8 @@ int main(int argc, char **argv)
 		return lism_cmd_run(&o.c, &o.run);
 	case LISM_CMD_SET:
 		return lism_cmd_set(&o.c, &o.set);
+	case LISM_CMD_EXEC:
+		return lism_cmd_exec(&o.c, &o.exec);
 	case LISM_CMD_PROBE:
 		return lism_cmd_probe(&o.c);
 	case LISM_CMD_MOUNT_BPFFS:

@@ -16,6 +16,21 @@
  * with another process, so it is untrusted: each end keeps its own cursor
  * privately, checks the peer's against it on every load, and a broken
  * invariant aborts the connection (exec/ring.c).
+ *
+ * Readiness: the pair's TCP connection stays, as the doorbell channel.
+ * The writer sends one doorbell byte each time its count of unread bytes
+ * crosses above 0, and the reader eats one each time its consumption takes
+ * the count back to 0 or below, so a ring holding bytes always has a
+ * doorbell unread (or on its way) on the reader's socket: the kernel's
+ * readiness (poll, epoll, a blocking recv) is the ring's.
+ *
+ * Runs: a stretch of the stream may go through TCP instead (a
+ * non-blocking writer whose ring is full, sendfile): the writer describes
+ * it in a run slot (the ring position it comes before, the doorbells sent
+ * before its first byte, its length so far, counted before the bytes are
+ * sent), and the reader reads the ring up to it, eats those doorbells,
+ * reads its bytes from TCP, and goes on with the ring once it ended.  At
+ * most LISM_RING_RUNS runs are open or unread at a time.
  */
 #ifndef LISM_RING_H
 #define LISM_RING_H
@@ -24,7 +39,7 @@
 #include "cursor.h"
 
 #define LISM_RING_MAGIC    0x676e69726d73696cULL /* "lismring" */
-#define LISM_RING_VERSION  1
+#define LISM_RING_VERSION  2
 #define LISM_RING_HDR_SIZE 4096u
 #define LISM_RING_LINE     64
 
@@ -39,23 +54,43 @@ enum {
 /* The reader's state, in the consumer line: nobody will read what is written. */
 #define LISM_RING_READER_CLOSED (1u << 0)
 
+#define LISM_RING_RUNS 4
+
 struct lism_ring_prod {
 	__u64 cursor;       /* lism_cursor_pack(): bytes written into the DMB */
 	__u32 state;        /* LISM_RING_DONE_WRITING, _CLOSED, _ABORT */
 	__u32 writer_waits; /* the writer sleeps for room: the reader rings once it frees some */
-	__u8 pad[LISM_RING_LINE - 16];
+	__s64 unread;       /* bytes counted, less those consumed: the writer adds after it
+			       publishes, the reader subtracts after it consumes; a crossing
+			       above 0 rings a doorbell, one back owes its reader one */
+	__u64 bells;        /* doorbells sent so far (the writer's count, for a re-attach) */
+	__u64 runs;         /* runs started so far; run i is in run[i % LISM_RING_RUNS] */
+	__u8 pad[LISM_RING_LINE - 40];
+};
+
+/* A stretch of the stream that goes through TCP; written by the writer. */
+struct lism_ring_run {
+	__u64 at;           /* lism_cursor_pack(): the ring position it comes before */
+	__u64 bells;        /* doorbells sent before its first byte */
+	__u64 len;          /* its bytes so far, counted before they are sent; final once ended */
+	__u32 ended;
+	__u32 pad;
 };
 
 struct lism_ring_cons {
 	__u64 cursor;       /* lism_cursor_pack(): bytes read out of the DMB */
 	__u32 state;        /* LISM_RING_READER_CLOSED */
 	__u32 reader_waits; /* the reader sleeps for bytes: the writer rings once it writes */
-	__u8 pad[LISM_RING_LINE - 16];
+	__u64 eaten;        /* doorbells eaten so far (the reader's count, for a re-attach) */
+	__u64 runs_done;    /* runs read to their end */
+	__u64 run_read;     /* bytes read of run runs_done */
+	__u8 pad[LISM_RING_LINE - 40];
 };
 
 struct lism_ring_dir {
 	struct lism_ring_prod prod;
 	struct lism_ring_cons cons;
+	struct lism_ring_run run[LISM_RING_RUNS];
 };
 
 struct lism_ring_hdr {

@@ -11,6 +11,7 @@
  * calls promise, and -EPROTO, once said, is said again.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <sanitizer/asan_interface.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct iovec iov[2] = { { buf, n / 2 }, { buf + n / 2, n - n / 2 } };
 		ssize_t r;
 
-		switch (op % 8) {
+		switch (op % 11) {
 		case 0:
 		case 1: {
 			int was = rx.err;
@@ -69,7 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ASAN_POISON_MEMORY_REGION(tx.buf, dmb);
 			r = lism_ring_recv(&rx, iov, 2, op % 2 ? LISM_RING_PEEK : 0);
 			ASAN_UNPOISON_MEMORY_REGION(tx.buf, dmb);
-			if (r > (ssize_t)n || (r < 0 && r != -EAGAIN && r != -ECONNRESET && r != -EPROTO) ||
+			if (r > (ssize_t)n ||
+			    (r < 0 && r != -EAGAIN && r != -ECONNRESET && r != -EPROTO && r != -EXDEV) ||
 			    (was && r != was))
 				abort();
 			break;
@@ -80,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ASAN_POISON_MEMORY_REGION(rx.buf, dmb);
 			r = lism_ring_send(&tx, iov, 2);
 			ASAN_UNPOISON_MEMORY_REGION(rx.buf, dmb);
-			if (r > (ssize_t)n || (r < 0 && r != -EAGAIN && r != -EPIPE && r != -EPROTO) ||
+			if (r > (ssize_t)n || (r < 0 && r != -EAGAIN && r != -EPIPE && r != -EPROTO && r != -EXDEV) ||
 			    (was && r != was))
 				abort();
 			break;
@@ -106,6 +108,46 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			case 3: tx.dir->prod.cursor = take(&in, 8); break;
 			}
 			break;
+		case 8: { /* the reader at a run: what is left of it, how much of what it saw is the run's */
+			bool final;
+
+			r = lism_ring_run_left(&rx, &final);
+			if (r < 0 && r != -EAGAIN && r != -EPROTO && r != -ECONNRESET)
+				abort();
+			if (r > 0 && lism_ring_run_valid(&rx, n) > n)
+				abort();
+			if (r > 0)
+				lism_ring_run_read(&rx, take(&in, 2) % ((size_t)r + 1));
+			lism_ring_rx_ate(&rx, take(&in, 1) % 3);
+			break;
+		}
+		case 9: /* the writer's runs */
+			switch ((op >> 4) & 3) {
+			case 0: r = lism_ring_tx_run_start(&tx);
+				if (r && r != -EAGAIN && r != -EPROTO)
+					abort();
+				break;
+			case 1: if (tx.in_run)
+					lism_ring_tx_run_add(&tx, (__s64)(take(&in, 2) % 1000) - 300);
+				break;
+			default: (void)lism_ring_tx_run_end(&tx); break;
+			}
+			break;
+		case 10: { /* the peer writes its counts and runs */
+			struct lism_ring_run *run = &rx.dir->run[take(&in, 1) % LISM_RING_RUNS];
+
+			switch ((op >> 4) & 7) {
+			case 0: rx.dir->prod.unread = (__s64)take(&in, 8); break;
+			case 1: rx.dir->prod.runs = take(&in, 8); break;
+			case 2: run->at = take(&in, 8); break;
+			case 3: run->len = take(&in, 8); break;
+			case 4: run->bells = take(&in, 8); break;
+			case 5: run->ended = (__u32)take(&in, 1); break;
+			case 6: tx.dir->cons.runs_done = take(&in, 8); break;
+			default: tx.dir->prod.unread = (__s64)take(&in, 8); break;
+			}
+			break;
+		}
 		case 7: /* a state: the peer's, or this end's own calls */
 			switch ((op >> 3) & 3) {
 			case 0: rx.dir->prod.state = (__u32)take(&in, 1); break;

@@ -1,0 +1,636 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The socket calls of a ring connection end (rules in conn.h).  The TCP
+ * socket is reached through syscall(2), never through libc's wrappers,
+ * which liblism interposes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/conn.h"
+
+/* The kernel's calls, past liblism's wrappers: -errno on failure. */
+static ssize_t sys_recv(int fd, void *buf, size_t n, int flags)
+{
+	long r = syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
+
+	return r < 0 ? -errno : r;
+}
+
+static ssize_t sys_sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	long r = syscall(SYS_sendmsg, fd, m, flags);
+
+	return r < 0 ? -errno : r;
+}
+
+static ssize_t sys_recvmsg(int fd, struct msghdr *m, int flags)
+{
+	long r = syscall(SYS_recvmsg, fd, m, flags);
+
+	return r < 0 ? -errno : r;
+}
+
+static int nonblocking(int fd, int flags)
+{
+	long fl;
+
+	if (flags & MSG_DONTWAIT)
+		return 1;
+	fl = syscall(SYS_fcntl, fd, F_GETFL);
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+static void lock(struct lism_conn *c, pthread_mutex_t *l)
+{
+	/* its holder died (kill -9 after a fork): the private cursors may be half moved */
+	if (pthread_mutex_lock(l) == EOWNERDEAD) {
+		pthread_mutex_consistent(l);
+		c->flags |= LISM_CONN_ABORTED;
+	}
+}
+
+static int mutex_init(pthread_mutex_t *l)
+{
+	pthread_mutexattr_t a;
+	int err;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	err = pthread_mutex_init(l, &a);
+	pthread_mutexattr_destroy(&a);
+	return -err;
+}
+
+int lism_conn_open(struct lism_exec_map *m, struct lism_conn **out)
+{
+	struct lism_conn *c;
+	int err;
+
+	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return -errno;
+	err = mutex_init(&c->rx_lock);
+	if (!err)
+		err = mutex_init(&c->tx_lock);
+	if (err) {
+		munmap(c, sizeof(*c));
+		return err;
+	}
+	c->map = *m;
+	m->base = NULL;
+	*out = c;
+	return 0;
+}
+
+void lism_conn_release(struct lism_conn *c, int fd)
+{
+	char junk[64];
+
+	/* a doorbell owed and here now would turn the close into a reset (unread data) */
+	if (fd >= 0 && c->map.rx.owed && !pthread_mutex_trylock(&c->rx_lock)) {
+		ssize_t n = sys_recv(fd, junk, c->map.rx.owed < sizeof(junk) ? c->map.rx.owed : sizeof(junk),
+				     MSG_DONTWAIT);
+
+		if (n > 0)
+			lism_ring_rx_ate(&c->map.rx, (__u64)n);
+		pthread_mutex_unlock(&c->rx_lock);
+	}
+	lism_exec_detach(&c->map);
+	munmap(c, sizeof(*c));
+}
+
+void lism_conn_abort(struct lism_conn *c, int fd)
+{
+	struct linger lg = { 1, 0 };
+
+	c->flags |= LISM_CONN_ABORTED;
+	lism_ring_tx_set_state(&c->map.tx, LISM_RING_ABORT);
+	syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	syscall(SYS_shutdown, fd, SHUT_RDWR); /* the peer's sleeping reader wakes */
+}
+
+/* Eat up to @n doorbells that are there now; -errno only for a broken connection. */
+static int eat(struct lism_conn *c, int fd, __u64 n)
+{
+	char buf[64];
+
+	while (n) {
+		ssize_t r = sys_recv(fd, buf, n < sizeof(buf) ? n : sizeof(buf), MSG_DONTWAIT);
+
+		if (r <= 0)
+			return r == -EAGAIN || r == 0 ? 0 : (int)r;
+		for (ssize_t i = 0; i < r; i++)
+			if (buf[i] != LISM_CONN_BELL)
+				return -EPROTO;
+		lism_ring_rx_ate(&c->map.rx, (__u64)r);
+		n -= (__u64)r;
+	}
+	return 0;
+}
+
+/* Eat exactly @n doorbells, waiting for them: they were sent before what follows on TCP. */
+static int eat_all(struct lism_conn *c, int fd, __u64 n)
+{
+	char buf[64];
+
+	while (n) {
+		ssize_t r = sys_recv(fd, buf, n < sizeof(buf) ? n : sizeof(buf), MSG_WAITALL);
+
+		if (r == -EINTR)
+			continue;
+		if (r <= 0)
+			return r ? (int)r : -EPROTO;
+		for (ssize_t i = 0; i < r; i++)
+			if (buf[i] != LISM_CONN_BELL)
+				return -EPROTO;
+		lism_ring_rx_ate(&c->map.rx, (__u64)r);
+		n -= (__u64)r;
+	}
+	return 0;
+}
+
+static int rx_fail(struct lism_conn *c, int fd, ssize_t err)
+{
+	if (err == -EPROTO) {
+		lism_conn_abort(c, fd);
+		return -ECONNRESET;
+	}
+	return (int)err;
+}
+
+/* The iovecs past their first @n bytes, in @out (at most @max). */
+static int iov_skip(const struct iovec *iov, int iovcnt, size_t n, struct iovec *out, int max)
+{
+	int k = 0;
+
+	for (int i = 0; i < iovcnt && k < max; i++) {
+		if (n >= iov[i].iov_len) {
+			n -= iov[i].iov_len;
+			continue;
+		}
+		out[k].iov_base = (char *)iov[i].iov_base + n;
+		out[k++].iov_len = iov[i].iov_len - n;
+		n = 0;
+	}
+	return k;
+}
+
+/*
+ * The ring is empty: what the TCP connection says.  0: nothing (wait or
+ * EAGAIN); 1: look at the ring again; -ENOTCONN: the peer's FIN (the end
+ * of the stream once the ring is read); another -errno: its error.
+ */
+static int tcp_says(struct lism_conn *c, int fd)
+{
+	char buf[64];
+	ssize_t seen = sys_recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+
+	if (seen == -EAGAIN)
+		return 0;
+	if (seen == 0)
+		return c->rx_err ?: -ENOTCONN;
+	if (seen < 0) {
+		c->rx_err = (int)seen; /* the kernel says a reset once */
+		return (int)seen;
+	}
+	/* only owed ones: another is the doorbell of bytes just published */
+	return eat(c, fd, c->map.rx.owed) ?: 1;
+}
+
+/* At most @max bytes of the iovecs, in @out. */
+static int iov_cap(const struct iovec *iov, int iovcnt, size_t max, struct iovec *out)
+{
+	int k = 0;
+
+	for (int i = 0; i < iovcnt && max; i++, k++) {
+		out[k] = iov[i];
+		if (out[k].iov_len > max)
+			out[k].iov_len = max;
+		max -= out[k].iov_len;
+	}
+	return k;
+}
+
+/*
+ * The ring is read up to a run: its doorbells, then its bytes from TCP.
+ * Bytes read; 0 when the run is over (read the ring again); -EAGAIN when
+ * it is open with nothing counted yet; -ENOTCONN at the peer's FIN.
+ */
+static ssize_t recv_run(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct lism_ring_rx *rx = &c->map.rx;
+	struct iovec capped[64];
+	struct msghdr m = { .msg_iov = capped };
+	ssize_t left, r;
+	bool final;
+	int err;
+
+	if (rx->eaten < rx->run_bells) {
+		err = eat_all(c, fd, rx->run_bells - rx->eaten); /* sent before the run: here or coming */
+		if (err)
+			return err;
+	}
+	left = lism_ring_run_left(rx, &final);
+	if (left <= 0)
+		return left;
+	m.msg_iovlen = (size_t)iov_cap(iov, iovcnt, (size_t)left, capped);
+	if (final || (flags & MSG_PEEK)) {
+		r = sys_recvmsg(fd, &m, (flags & MSG_PEEK) | MSG_DONTWAIT);
+		if (r > 0 && (flags & MSG_PEEK))
+			r = (ssize_t)lism_ring_run_valid(rx, (size_t)r);
+	} else {
+		/* the count may hold bytes never sent, and the run may end
+		 * meanwhile: look, then take only what was the run's */
+		r = sys_recvmsg(fd, &m, MSG_PEEK | MSG_DONTWAIT);
+		if (r > 0) {
+			r = (ssize_t)lism_ring_run_valid(rx, (size_t)r);
+			if (sys_recv(fd, NULL, (size_t)r, MSG_TRUNC | MSG_DONTWAIT) != r)
+				return -EPROTO;
+		}
+	}
+	if (r > 0 && !(flags & MSG_PEEK))
+		lism_ring_run_read(rx, (__u64)r);
+	if (r == 0)
+		return -ENOTCONN; /* counted bytes never sent: the writer went */
+	return r;
+}
+
+ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct iovec rest[64];
+	size_t want = 0, got = 0;
+	int peek = flags & MSG_PEEK, nb = -1, say, idle = 0;
+	ssize_t r = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
+	lock(c, &c->rx_lock);
+	while (got < want || !want) {
+		const struct iovec *v = iov;
+		int vn = iovcnt;
+
+		if (c->flags & LISM_CONN_ABORTED) {
+			r = -ECONNRESET;
+			break;
+		}
+		if (c->flags & LISM_CONN_RD_SHUT) {
+			r = 0;
+			break;
+		}
+		if (got) {
+			vn = iov_skip(iov, iovcnt, got, rest, 64);
+			v = rest;
+		}
+		r = lism_ring_recv(&c->map.rx, v, vn, peek ? LISM_RING_PEEK : 0);
+		if (r == -EXDEV) {
+			r = recv_run(c, fd, v, vn, flags);
+			if (r == 0)
+				continue; /* the run is over: the ring again */
+		} else if (r > 0 && !peek) {
+			if (c->map.rx.owed) {
+				int err = eat(c, fd, c->map.rx.owed);
+
+				if (err) {
+					r = rx_fail(c, fd, err);
+					break;
+				}
+			}
+			/* room freed: a writer sleeping for it wakes */
+			if (lism_ring_rx_ring(&c->map.rx))
+				syscall(SYS_futex, &c->map.rx.dir->prod.writer_waits, FUTEX_WAKE, 1, NULL, NULL, 0);
+		}
+		if (r > 0) {
+			idle = 0;
+			got += (size_t)r;
+			if (!(flags & MSG_WAITALL) || peek)
+				break;
+			continue;
+		}
+		if (r == 0)
+			break; /* the end of the stream, or a read of no bytes */
+		if (r == -ENOTCONN) {
+			r = c->rx_err;
+			break;
+		}
+		if (r != -EAGAIN) {
+			r = rx_fail(c, fd, r);
+			break;
+		}
+		say = tcp_says(c, fd);
+		if (say == 1) {
+			/* bytes came meanwhile; a peer that only sends doorbells is broken */
+			if (++idle < 1000)
+				continue;
+			say = -EPROTO;
+		}
+		if (say == -ENOTCONN || say < 0) {
+			/* the peer's FIN or reset: what it wrote before is in the ring (or its run) */
+			if (lism_ring_unread(&c->map.rx) > 0 || c->map.rx.in_run) {
+				if (++idle < 1000)
+					continue;
+			}
+			r = say == -ENOTCONN ? 0 : rx_fail(c, fd, say);
+			break;
+		}
+		if (got && !(flags & MSG_WAITALL))
+			break;
+		if (nb < 0)
+			nb = nonblocking(fd, flags);
+		if (nb) {
+			r = -EAGAIN;
+			break;
+		}
+		/* sleep in the kernel until a doorbell, run bytes, a FIN or a reset
+		 * (or SO_RCVTIMEO, or a signal: SA_RESTART is the kernel's) */
+		{
+			char b;
+			ssize_t s = sys_recv(fd, &b, 1, MSG_PEEK);
+
+			if (s == -ECONNRESET || s == -EPIPE)
+				c->rx_err = (int)s; /* said once, by the kernel: kept for after the ring */
+			else if (s < 0) {
+				r = s;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&c->rx_lock);
+	if (got)
+		return (ssize_t)got;
+	return r;
+}
+
+/* A doorbell to the reader; an error it meets is the next send's. */
+static void ring_bell(struct lism_conn *c, int fd)
+{
+	char b = LISM_CONN_BELL;
+	struct iovec v = { &b, 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
+
+	for (;;) {
+		ssize_t r = sys_sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+		if (r == 1)
+			return;
+		if (r != -EAGAIN && r != -EINTR) {
+			c->tx_err = (int)r;
+			return;
+		}
+		/* a send buffer full of doorbells: its reader eats them, so room comes */
+		syscall(SYS_poll, &p, 1, LISM_CONN_LIVENESS_MS);
+	}
+}
+
+/* The reader's process went: its socket sent a FIN without saying done-writing first, or a reset. */
+static int peer_gone(struct lism_conn *c, int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+	__u32 said;
+
+	if (syscall(SYS_poll, &p, 1, 0) <= 0)
+		return 0;
+	if (p.revents & (POLLERR | POLLHUP))
+		return 1;
+	said = __atomic_load_n(&c->map.rx.dir->prod.state, __ATOMIC_ACQUIRE);
+	return (p.revents & POLLRDHUP) && !(said & LISM_RING_DONE_WRITING);
+}
+
+/* Whether every caught signal restarts calls (SA_RESTART): a send
+ * interrupted while it waited on the futex goes on, as the kernel's would. */
+static int signals_restart(void)
+{
+	for (int s = 1; s < NSIG; s++) {
+		struct sigaction sa;
+
+		if (s == SIGKILL || s == SIGSTOP || sigaction(s, NULL, &sa))
+			continue;
+		if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN && !(sa.sa_flags & SA_RESTART))
+			return 0;
+	}
+	return 1;
+}
+
+static long sndtimeo_ms(int fd)
+{
+	struct timeval tv = { 0 };
+	socklen_t len = sizeof(tv);
+
+	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) || (!tv.tv_sec && !tv.tv_usec))
+		return -1;
+	return tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/*
+ * @n bytes through TCP in this end's run (tx lock held): counted before
+ * they are sent, the part not sent taken back after.
+ */
+static ssize_t send_run(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	__s64 n = 0;
+	ssize_t r;
+
+	for (int i = 0; i < iovcnt; i++)
+		n += (__s64)iov[i].iov_len;
+	if (flags & MSG_OOB)
+		n -= n > 0; /* the urgent byte leaves the stream */
+	lism_ring_tx_run_add(&c->map.tx, n);
+	r = sys_sendmsg(fd, &m, flags);
+	lism_ring_tx_run_add(&c->map.tx, (r > 0 ? (__s64)r - ((flags & MSG_OOB) && r > 0) : 0) - n);
+	return r;
+}
+
+/* Start a run (tx lock held); a blocking caller waits for a free slot. */
+static int run_start(struct lism_conn *c, int fd, int nb)
+{
+	for (;;) {
+		int err = lism_ring_tx_run_start(&c->map.tx);
+		struct timespec nap = { 0, 200000 };
+
+		if (err != -EAGAIN || nb)
+			return err;
+		if (peer_gone(c, fd))
+			return -EPIPE;
+		nanosleep(&nap, NULL); /* its reader is LISM_RING_RUNS runs behind: it reads them first */
+	}
+}
+
+ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct iovec rest[64];
+	size_t want = 0, put = 0;
+	long deadline = -2;
+	int nb = -1;
+	ssize_t r = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
+	lock(c, &c->tx_lock);
+	if (flags & MSG_OOB) {
+		r = run_start(c, fd, nonblocking(fd, flags));
+		if (!r)
+			r = send_run(c, fd, iov, iovcnt, flags);
+		goto out;
+	}
+	for (;;) {
+		const struct iovec *v = iov;
+		int vn = iovcnt;
+
+		if (c->flags & LISM_CONN_ABORTED) {
+			r = -ECONNRESET;
+			break;
+		}
+		if (c->tx_err) {
+			r = c->tx_err;
+			break;
+		}
+		if (put) {
+			vn = iov_skip(iov, iovcnt, put, rest, 64);
+			v = rest;
+		}
+		/* back to the ring once its reader has read up to the run */
+		if (c->map.tx.in_run && !lism_ring_tx_run_end(&c->map.tx)) {
+			r = send_run(c, fd, v, vn, flags);
+			if (r > 0)
+				put += (size_t)r;
+			break;
+		}
+		r = lism_ring_send(&c->map.tx, v, vn);
+		if (r > 0) {
+			put += (size_t)r;
+			if (c->map.tx.bell)
+				ring_bell(c, fd);
+			if (put == want)
+				break;
+			continue;
+		}
+		if (r == 0)
+			break;
+		if (r == -EPROTO) {
+			lism_conn_abort(c, fd);
+			r = -ECONNRESET;
+			break;
+		}
+		if (r != -EAGAIN)
+			break;
+		if (nb < 0)
+			nb = nonblocking(fd, flags);
+		if (nb) {
+			if (put)
+				break;
+			/* a full ring and a writable socket would spin an EPOLLOUT waiter:
+			 * TCP's back-pressure instead, in a run */
+			r = lism_ring_tx_run_start(&c->map.tx);
+			if (r)
+				break;
+			continue;
+		}
+		if (peer_gone(c, fd)) {
+			r = -EPIPE;
+			break;
+		}
+		if (deadline == -2) {
+			long t = sndtimeo_ms(fd);
+
+			deadline = t < 0 ? -1 : now_ms() + t;
+		}
+		if (deadline >= 0 && now_ms() >= deadline) {
+			r = -EAGAIN;
+			break;
+		}
+		if (lism_ring_tx_arm(&c->map.tx)) {
+			struct timespec ts = { 0, LISM_CONN_LIVENESS_MS * 1000000L };
+
+			if (syscall(SYS_futex, &c->map.tx.dir->prod.writer_waits, FUTEX_WAIT, 1, &ts, NULL, 0) &&
+			    errno == EINTR && !signals_restart()) {
+				r = -EINTR;
+				break;
+			}
+		}
+	}
+out:
+	pthread_mutex_unlock(&c->tx_lock);
+	if (r == -EPIPE && !(flags & MSG_NOSIGNAL) && !put)
+		raise(SIGPIPE);
+	if (put)
+		return (ssize_t)put;
+	return r;
+}
+
+int lism_conn_shutdown(struct lism_conn *c, int fd, int how)
+{
+	if (how == SHUT_RD || how == SHUT_RDWR) {
+		lock(c, &c->rx_lock);
+		c->flags |= LISM_CONN_RD_SHUT;
+		pthread_mutex_unlock(&c->rx_lock);
+	}
+	if (how == SHUT_WR || how == SHUT_RDWR) {
+		lock(c, &c->tx_lock);
+		lism_ring_tx_set_state(&c->map.tx, LISM_RING_DONE_WRITING); /* before the FIN: a reader that sees it sees this */
+		pthread_mutex_unlock(&c->tx_lock);
+	}
+	return syscall(SYS_shutdown, fd, how) ? -errno : 0;
+}
+
+int lism_conn_unread(struct lism_conn *c, int fd)
+{
+	ssize_t n;
+	int inq = 0;
+
+	lock(c, &c->rx_lock);
+	n = lism_ring_unread(&c->map.rx);
+	if (!n && c->map.rx.in_run) {
+		/* at a run: its bytes on TCP, after the doorbells still there */
+		bool final;
+		ssize_t left = lism_ring_run_left(&c->map.rx, &final);
+
+		if (left > 0 && !syscall(SYS_ioctl, fd, SIOCINQ, &inq)) {
+			n = inq - (ssize_t)(c->map.rx.run_bells - c->map.rx.eaten);
+			n = n < 0 ? 0 : n > left ? left : n;
+		}
+	}
+	pthread_mutex_unlock(&c->rx_lock);
+	if (n == -EPROTO)
+		return -ECONNRESET;
+	return n < 0 ? (int)n : n > INT_MAX ? INT_MAX : (int)n;
+}
+
+ssize_t lism_conn_sendfile(struct lism_conn *c, int fd, ssize_t (*kernel)(void *arg, size_t n), void *arg,
+			   size_t n)
+{
+	ssize_t r;
+
+	lock(c, &c->tx_lock);
+	r = run_start(c, fd, nonblocking(fd, 0));
+	if (!r) {
+		lism_ring_tx_run_add(&c->map.tx, (__s64)n);
+		r = kernel(arg, n);
+		lism_ring_tx_run_add(&c->map.tx, (r > 0 ? r : 0) - (__s64)n);
+	}
+	pthread_mutex_unlock(&c->tx_lock);
+	return r;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A ring connection end in a preloaded process: the socket calls of an
+ * application (recv, send, shutdown, FIONREAD) on a pair decided RING,
+ * over its ring DMBs (exec/ring.h) and its TCP connection, which stays as
+ * the doorbell channel (include/lism/ring.h, "Readiness").
+ *
+ * Rules:
+ * - Readiness stays the kernel's: a writer rings one doorbell byte per
+ *   move of the ring's unread count from 0, and a reader eats one per move
+ *   back to 0; one that finds the ring empty eats every doorbell it sees
+ *   (each was sent after bytes it has read).  A blocking recv sleeps on the
+ *   TCP socket (a MSG_PEEK recv: SO_RCVTIMEO, signals and SA_RESTART are the
+ *   kernel's own); a blocking send whose ring is full sleeps on a futex
+ *   in the header and looks at the TCP connection every
+ *   LISM_CONN_LIVENESS_MS for a peer that went.
+ * - The connection's own TCP events are the truth about its peer: a FIN
+ *   without a done-writing state, or a reset, is a peer that closed or
+ *   died; the reader still gets every byte the ring holds first.
+ * - A non-blocking send that finds the ring full sends through TCP in a
+ *   run (include/lism/ring.h), until its reader has read the ring up to
+ *   it: TCP's back-pressure and write readiness hold (an application
+ *   waiting for EPOLLOUT on a full ring would spin).  sendfile, a splice
+ *   into the socket and MSG_OOB go in a run too: the kernel moves those.
+ * - The state lives in a page mapped shared, with robust process-shared
+ *   locks (one per direction): after fork both processes serialize on it,
+ *   as the kernel serializes a TCP socket's callers.
+ */
+#ifndef LISM_EXEC_CONN_H
+#define LISM_EXEC_CONN_H
+
+#include <pthread.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "exec/attach.h"
+
+#define LISM_CONN_LIVENESS_MS 100
+#define LISM_CONN_BELL 'L' /* a doorbell's byte */
+
+/* lism_conn.flags */
+#define LISM_CONN_RD_SHUT (1u << 0) /* shutdown(SHUT_RD): reads say the end of the stream */
+#define LISM_CONN_ABORTED (1u << 1) /* reset here: every call says ECONNRESET */
+
+struct lism_conn {
+	pthread_mutex_t rx_lock;
+	pthread_mutex_t tx_lock;
+	struct lism_exec_map map;
+	__u32 flags;
+	int tx_err;              /* an error a doorbell met, said by the next send */
+	int rx_err;              /* an error TCP said once (a reset), said once the ring is read */
+};
+
+/* Take over an attached ring (@m is moved into the connection). */
+int lism_conn_open(struct lism_exec_map *m, struct lism_conn **out);
+
+/* The process's last reference is gone: unmap (another process may still hold it). */
+void lism_conn_release(struct lism_conn *c, int fd);
+
+/* recvmsg(2)/sendmsg(2) on the ring socket @fd: bytes, or -errno.
+ * @flags: MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL, MSG_NOSIGNAL, MSG_MORE. */
+ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags);
+ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags);
+
+/* shutdown(2); the real call included. */
+int lism_conn_shutdown(struct lism_conn *c, int fd, int how);
+
+/* FIONREAD: the bytes readable now, or -errno. */
+int lism_conn_unread(struct lism_conn *c, int fd);
+
+/* sendfile(2) or splice(2) into the socket: @kernel(@arg, @n) makes the
+ * kernel's call, in a run. */
+ssize_t lism_conn_sendfile(struct lism_conn *c, int fd, ssize_t (*kernel)(void *arg, size_t n), void *arg,
+			   size_t n);
+
+/* Reset: the peer's reads say ECONNRESET, and so do ours; the close sends RST. */
+void lism_conn_abort(struct lism_conn *c, int fd);
+
+#endif

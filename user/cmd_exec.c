@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * lism exec: run a command with liblism.so preloaded (docs/exec.md), as
+ * SMC's smc_run does with its library.  The library comes from
+ * $LISM_LIBRARY, else beside this binary (a build tree), else LISM_LIBDIR
+ * (make install).  Without a device, the command still runs: its pairs stay
+ * on the kernel path with reason exec-no-device.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "lism/exec.h"
+
+#ifndef LISM_LIBDIR
+#define LISM_LIBDIR "/usr/local/lib/lism"
+#endif
+
+static int readable(const char *path)
+{
+	return !access(path, R_OK);
+}
+
+/* The library's path in @out; -ENOENT if none is found. */
+static int find_library(char *out, size_t len)
+{
+	const char *env = getenv("LISM_LIBRARY");
+	char exe[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (env && env[0] == '/') {
+		snprintf(out, len, "%s", env);
+		return readable(out) ? 0 : -ENOENT;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			if ((size_t)snprintf(out, len, "%s/liblism.so", exe) < len && readable(out))
+				return 0;
+			if ((size_t)snprintf(out, len, "%s/../lib/lism/liblism.so", exe) < len && readable(out))
+				return 0;
+		}
+	}
+	snprintf(out, len, "%s/liblism.so", LISM_LIBDIR);
+	return readable(out) ? 0 : -ENOENT;
+}
+
+static int device_answers(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s, ok;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return 0;
+	ok = !connect(s, (struct sockaddr *)&sa, sizeof(sa));
+	close(s);
+	return ok;
+}
+
+int lism_cmd_exec(const struct lism_common_opts *co, const struct lism_exec_opts *o)
+{
+	char lib[PATH_MAX], *preload;
+	const char *old = getenv("LD_PRELOAD"), *device;
+
+	(void)co;
+	if (find_library(lib, sizeof(lib))) {
+		fprintf(stderr, "lism exec: liblism.so not found (%s, or beside lism, or in %s); "
+				"set LISM_LIBRARY to its path\n", getenv("LISM_LIBRARY") ?: "no $LISM_LIBRARY",
+			LISM_LIBDIR);
+		return LISM_EXIT_FAIL;
+	}
+	if (o->device_socket[0] && setenv("LISM_DEVICE", o->device_socket, 1))
+		return LISM_EXIT_FAIL;
+	device = lism_device_path(getenv("LISM_DEVICE"));
+	if (!device_answers(device))
+		fprintf(stderr, "lism exec: no lism device answers at %s: connections stay on the kernel path "
+				"(reason exec-no-device); `lism run` serves one\n", device);
+	if (old && *old) {
+		if (asprintf(&preload, "%s:%s", lib, old) < 0)
+			return LISM_EXIT_FAIL;
+	} else {
+		preload = lib;
+	}
+	if (setenv("LD_PRELOAD", preload, 1))
+		return LISM_EXIT_FAIL;
+	execvp(o->argv[0], o->argv);
+	fprintf(stderr, "lism exec: %s: %s\n", o->argv[0], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
