@@ -184,8 +184,13 @@ $(BUILD)/tests/%.skel.h: $(BUILD)/tests/%.bpf.o
 	$(call say,GEN,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
 
+# Programs the integration tests run under lism exec (they know nothing of lism).
+$(BUILD)/tests/exec-peer: tests/programs/exec_peer.c | $(BUILD)/tests
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE $< -o $@
+
 $(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(LIB_OBJS) $(EXEC_OBJS) \
-		$(USER_HDRS) $(TEST_BPF_SKELS) | $(BUILD)/tests
+		$(USER_HDRS) $(TEST_BPF_SKELS) $(BUILD)/tests/exec-peer $(BUILD)/liblism.so | $(BUILD)/tests
 	$(call say,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -Itests/integration -I$(BUILD)/tests $(INTEG_SRCS) $(LIB_OBJS) $(EXEC_OBJS) \
 		$(USER_LIBS) -lcriterion -lpthread -o $@

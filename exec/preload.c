@@ -29,6 +29,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -54,6 +55,9 @@ struct fdent {
 #define CHUNK_BITS 10
 #define CHUNKS 1024 /* 1M fds */
 static struct fdent **table[CHUNKS];
+/* The device, as $LISM_DEVICE said at start: servers clear their
+ * environment before they fork workers (nginx keeps only TZ). */
+static char device_path[LISM_DEVICE_PATH_MAX];
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fdent *pool;
 
@@ -228,7 +232,9 @@ static void decide(int fd, struct fdent *e)
 		e->state = 0;
 		goto out;
 	}
-	if (!lism_exec_attach(fd, lism_exec_device_path(), &m)) {
+	if (!device_path[0])
+		snprintf(device_path, sizeof(device_path), "%s", lism_exec_device_path());
+	if (!lism_exec_attach(fd, device_path, &m)) {
 		if (!lism_conn_open(&m, &e->conn)) {
 			e->state = FD_RING;
 			goto out;
@@ -649,6 +655,7 @@ __attribute__((constructor)) static void start(void)
 	struct dirent *de;
 
 	resolve();
+	snprintf(device_path, sizeof(device_path), "%s", lism_exec_device_path());
 	d = opendir("/proc/self/fd");
 	if (!d)
 		return;

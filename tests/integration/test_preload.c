@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Unmodified programs under `lism exec` (liblism.so, exec/preload.c), in the
+ * test's cgroup and network namespace with the test's own device: a
+ * checksummed 10 GiB stream whose TCP connection carried only doorbells,
+ * an edge-triggered non-blocking reader, kill -9 of either end mid-stream,
+ * a Python asyncio echo over 200 connections, nginx serving a file by
+ * sendfile to curl, redis under redis-benchmark with its data checked, and
+ * a peer without the library staying on TCP.
+ */
+#include <criterion/criterion.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "device.h"
+#include "harness.h"
+#include "lism/abi.h"
+#include "lism/exec.h"
+#include "lism/reason.h"
+#include "broker.h"
+
+static struct env e;
+static struct lism_broker *dev;
+static char bin[PATH_MAX], peer[PATH_MAX], programs[PATH_MAX];
+
+static void down(void)
+{
+	lism_broker_stop(dev);
+	dev = NULL;
+	env_down(&e);
+}
+
+static void gate(void)
+{
+	require_root();
+	needs(LISM_F_EXEC);
+}
+
+TestSuite(preload, .init = gate, .fini = down, .timeout = 240);
+
+/* Where the build put lism, liblism.so and exec-peer; the repository's programs. */
+static void paths(void)
+{
+	const char *b = getenv("LISM_BIN");
+	char dir[PATH_MAX];
+
+	cr_assert(b && realpath(b, bin), "LISM_BIN names the lism under test");
+	snprintf(dir, sizeof(dir), "%s", bin);
+	snprintf(peer, sizeof(peer), "%s/tests/exec-peer", dirname(dir));
+	cr_assert_eq(access(peer, X_OK), 0, "%s: build it (make integration)", peer);
+	cr_assert(realpath("tests/programs", programs), "run from the repository's top directory");
+}
+
+static void up(void)
+{
+	paths();
+	env_up(&e, NULL);
+	cr_assert_eq(lism_broker_start(e.pin, e.device, &dev), 0, "the device did not start");
+	env_enter(&e);
+}
+
+static __u64 stat_now(int which)
+{
+	struct lism_snapshot s;
+
+	snap(&e, &s);
+	return s.stats[which];
+}
+
+/* Run @cmd (a shell command line) to its end; its first output line in @out. */
+static int run_line(const char *cmd, char *out, size_t len)
+{
+	FILE *f = popen(cmd, "r");
+	int st;
+
+	cr_assert_not_null(f);
+	out[0] = '\0';
+	while (fgets(out, (int)len, f) && strncmp(out, "listening", 9) == 0)
+		;
+	while (fgetc(f) != EOF)
+		;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A server under lism exec in the background: its pid, its stdout in *@fd, once it listens. */
+static pid_t serve(const char *args, int *fd)
+{
+	char cmd[PATH_MAX * 3], buf[256] = "";
+	pid_t pid;
+
+	snprintf(cmd, sizeof(cmd), "exec %s exec -- %s serve %s", bin, peer, args);
+	pid = spawn_sh(cmd, fd);
+	cr_assert_gt(wait_output(*fd, buf, sizeof(buf), "listening", 10000), 0, "the server did not start");
+	return pid;
+}
+
+/* The server's verdict line ("OK bytes N tcp T end EOF"). */
+static void verdict(int fd, pid_t pid, char *line, size_t len)
+{
+	int st;
+
+	line[0] = '\0';
+	cr_assert_gt(wait_output(fd, line, len, " end ", 120000), 0, "the server said nothing");
+	waitpid(pid, &st, 0);
+	close(fd);
+}
+
+static unsigned long long field(const char *line, const char *name)
+{
+	const char *p = strstr(line, name);
+
+	cr_assert_not_null(p, "no '%s' in '%s'", name, line);
+	return strtoull(p + strlen(name), NULL, 10);
+}
+
+Test(preload, ten_gib_checksummed_through_a_ring_with_only_doorbells_on_tcp)
+{
+	unsigned long long total = 10ull << 30;
+	char cmd[PATH_MAX * 3], out[256], line[256] = "";
+	int fd;
+	pid_t pid;
+
+	up();
+	pid = serve("7501", &fd);
+	snprintf(cmd, sizeof(cmd), "%s exec -- %s send 7501 %llu", bin, peer, total);
+	cr_assert_eq(run_line(cmd, out, sizeof(out)), 0, "the sender: %s", out);
+	verdict(fd, pid, line, sizeof(line));
+	cr_assert_eq(strncmp(line, "OK", 2), 0, "%s", line);
+	cr_assert_eq(field(line, "bytes "), total);
+	cr_assert_lt(field(line, "tcp "), total / 1000, "TCP carried more than doorbells: %s", line);
+	cr_assert_eq(stat_now(LISM_S_RING_PAIRS), 1);
+}
+
+Test(preload, a_nonblocking_writer_and_an_edge_triggered_reader_keep_the_stream)
+{
+	unsigned long long total = 1ull << 30;
+	char cmd[PATH_MAX * 3], out[256], line[256] = "";
+	int fd;
+	pid_t pid;
+
+	up();
+	pid = serve("7502 nonblock", &fd);
+	snprintf(cmd, sizeof(cmd), "%s exec -- %s send 7502 %llu nonblock", bin, peer, total);
+	cr_assert_eq(run_line(cmd, out, sizeof(out)), 0, "the sender: %s", out);
+	verdict(fd, pid, line, sizeof(line));
+	cr_assert_eq(strncmp(line, "OK", 2), 0, "%s", line);
+	cr_assert_eq(field(line, "bytes "), total);
+	cr_assert_lt(field(line, "tcp "), total, "not everything went through TCP: %s", line);
+}
+
+Test(preload, kill_9_of_the_writer_leaves_its_reader_every_byte_then_the_end)
+{
+	char cmd[PATH_MAX * 3], buf[4096] = "", line[256] = "";
+	unsigned long long sent = 0;
+	int fd, wfd;
+	pid_t pid, writer;
+	char *p;
+
+	up();
+	pid = serve("7503", &fd);
+	snprintf(cmd, sizeof(cmd), "exec %s exec -- %s flood 7503", bin, peer);
+	writer = spawn_sh(cmd, &wfd);
+	cr_assert_gt(wait_output(wfd, buf, sizeof(buf), "mib 32 ", 30000), 0, "the writer did not get going");
+	kill(writer, SIGKILL);
+	waitpid(writer, NULL, 0);
+	read_until_quiet(wfd, buf, sizeof(buf), 100);
+	close(wfd);
+	for (p = buf; (p = strstr(p, "sent ")); p += 5)
+		sent = strtoull(p + 5, NULL, 10); /* the last it said: written before it died */
+	verdict(fd, pid, line, sizeof(line));
+	cr_assert_eq(strncmp(line, "OK", 2), 0, "the bytes before the kill arrived changed: %s", line);
+	cr_assert_geq(field(line, "bytes "), sent, "%s, the writer had written %llu", line, sent);
+	cr_assert(strstr(line, "end EOF") || strstr(line, "end RESET"), "%s", line);
+}
+
+Test(preload, kill_9_of_the_reader_ends_its_writer_with_an_error)
+{
+	char cmd[PATH_MAX * 3], out[256];
+	int fd;
+	pid_t pid;
+	time_t t0;
+
+	up();
+	pid = serve("7504", &fd);
+	snprintf(cmd, sizeof(cmd), "(sleep 1; kill -9 %d) & exec %s exec -- %s send 7504 %llu 2>&1", (int)pid, bin, peer,
+		 1ull << 40);
+	t0 = time(NULL);
+	cr_assert_eq(run_line(cmd, out, sizeof(out)), 3, "the writer must fail on its write: '%s'", out);
+	cr_assert_lt(time(NULL) - t0, 20, "the writer took too long to notice");
+	cr_assert(strstr(out, "Broken pipe") || strstr(out, "reset"), "%s", out);
+	waitpid(pid, NULL, 0);
+	close(fd);
+}
+
+Test(preload, python_asyncio_echo_over_200_connections)
+{
+	char cmd[PATH_MAX * 3], out[256], buf[4096] = "";
+	int fd;
+	pid_t srv;
+
+	up();
+	snprintf(cmd, sizeof(cmd), "exec %s exec -- python3 %s/aecho.py server 7505", bin, programs);
+	srv = spawn_sh(cmd, &fd);
+	cr_assert_gt(wait_output(fd, buf, sizeof(buf), "listening", 20000), 0);
+	snprintf(cmd, sizeof(cmd), "%s exec -- python3 %s/aecho.py client 7505", bin, programs);
+	cr_assert_eq(run_line(cmd, out, sizeof(out)), 0);
+	cr_assert_eq(strcmp(out, "ok 200\n"), 0, "'%s'", out);
+	cr_assert_eq(stat_now(LISM_S_RING_PAIRS), 200);
+	kill(srv, SIGKILL);
+	waitpid(srv, NULL, 0);
+	close(fd);
+}
+
+Test(preload, nginx_sends_a_file_by_sendfile_to_curl_checksummed)
+{
+	char dir[] = "/tmp/lism-nginx-XXXXXX", cmd[PATH_MAX * 4], want[128], got[128], buf[256];
+	int fd;
+	pid_t srv;
+
+	up();
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(sh("chmod 755 %s && mkdir -p %s/html %s/logs && head -c 3000001 /dev/urandom > %s/html/big.bin && "
+			"printf 'worker_processes 2; daemon off; error_log %s/logs/error.log; pid %s/nginx.pid;\\n"
+			"events { worker_connections 256; }\\n"
+			"http { access_log off; sendfile on; server { listen 127.0.0.1:7506; root %s/html; } }\\n' "
+			"> %s/nginx.conf",
+			dir, dir, dir, dir, dir, dir, dir, dir), 0);
+	snprintf(cmd, sizeof(cmd), "sha256sum < %s/html/big.bin", dir);
+	cr_assert_eq(run_line(cmd, want, sizeof(want)), 0);
+	snprintf(cmd, sizeof(cmd), "exec %s exec -- nginx -c %s/nginx.conf -p %s", bin, dir, dir);
+	srv = spawn_sh(cmd, &fd);
+	for (int i = 0; i < 100 && sh("%s exec -- curl -sf -o /dev/null http://127.0.0.1:7506/big.bin", bin); i++)
+		usleep(50000);
+	for (int i = 0; i < 3; i++) {
+		snprintf(cmd, sizeof(cmd), "%s exec -- curl -sf http://127.0.0.1:7506/big.bin | sha256sum", bin);
+		cr_assert_eq(run_line(cmd, got, sizeof(got)), 0);
+		cr_assert_str_eq(got, want, "the file arrived changed");
+	}
+	cr_assert_geq(stat_now(LISM_S_RING_PAIRS), 4);
+	kill(srv, SIGQUIT);
+	waitpid(srv, NULL, 0);
+	close(fd);
+	snprintf(buf, sizeof(buf), "rm -rf %s", dir);
+	cr_assert_eq(sh("%s", buf), 0);
+}
+
+Test(preload, redis_under_redis_benchmark_keeps_its_data)
+{
+	char cmd[PATH_MAX * 3], out[256], buf[4096] = "";
+	int fd;
+	pid_t srv;
+
+	up();
+	snprintf(cmd, sizeof(cmd), "exec %s exec -- redis-server --port 7507 --bind 127.0.0.1 --save '' --appendonly no", bin);
+	srv = spawn_sh(cmd, &fd);
+	cr_assert_gt(wait_output(fd, buf, sizeof(buf), "Ready to accept", 20000), 0, "redis: %s", buf);
+	cr_assert_eq(sh("%s exec -- redis-benchmark -p 7507 -n 20000 -c 20 -t set,get,lpush,lpop -q >/dev/null", bin),
+		     0);
+	/* 500 keys with values of up to 100 KiB (bigger than the ring: some go in runs), read back */
+	snprintf(cmd, sizeof(cmd),
+		 "for i in $(seq 1 500); do printf 'SET k%%d %%s\\n' $i $(head -c $((i * 200)) /dev/zero | tr '\\0' x); done"
+		 " | %s exec -- redis-cli -p 7507 >/dev/null && "
+		 "for i in $(seq 1 500); do %s exec -- redis-cli -p 7507 STRLEN k$i; done | awk '{ s += $1 } END { print s }'",
+		 bin, bin);
+	cr_assert_eq(run_line(cmd, out, sizeof(out)), 0);
+	cr_assert_eq(strtoull(out, NULL, 10), 200ull * 500 * 501 / 2, "the values read back: %s", out);
+	cr_assert_gt(stat_now(LISM_S_RING_PAIRS), 500);
+	kill(srv, SIGKILL);
+	waitpid(srv, NULL, 0);
+	close(fd);
+}
+
+Test(preload, a_peer_without_the_library_stays_on_tcp_and_says_why)
+{
+	char cmd[PATH_MAX * 3], out[256], line[256] = "";
+	struct lism_snapshot s;
+	int fd;
+	pid_t pid;
+
+	up();
+	pid = serve("7508", &fd);
+	snprintf(cmd, sizeof(cmd), "%s send 7508 %llu", peer, 64ull << 20); /* no lism exec */
+	cr_assert_eq(run_line(cmd, out, sizeof(out)), 0, "%s", out);
+	verdict(fd, pid, line, sizeof(line));
+	cr_assert_eq(strncmp(line, "OK", 2), 0, "%s", line);
+	cr_assert_geq(field(line, "tcp "), 64ull << 20, "all of it on TCP: %s", line);
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_RING_PAIRS], 0);
+	/* a blocking client is declined at its connect, before the decision would say exec-peer-no-lib */
+	cr_assert_geq(s.reasons[LISM_R_EXEC_PEER_NO_LIB] + s.reasons[LISM_R_BLOCKING], 1);
+}
