@@ -17,6 +17,9 @@ Modes:
             server uses blocking sockets (sockperf, iperf3), which lism's
             default policy keeps on TCP (docs/semantics.md): everything
             engaged
+  lism-exec lism with its daemon (and so its device), every workload
+            program started under `lism exec` (liblism.so): ring DMBs
+            (docs/exec.md); its own targets (EXEC_TARGETS, issue 27)
   ablations, only when BENCH_MODES names them, each lism with one
   heuristic off, reported as lism / ablation per workload (> 1: the
   heuristic wins there, for a higher-is-better unit):
@@ -65,7 +68,18 @@ def cgroup2_mount():
     sys.exit("bench: no cgroup2 mount in /proc/mounts")
 
 
+# In the lism-exec mode, the workload's programs (not lism, bpftool or ip) start under `lism exec`.
+EXEC_PREFIX = []
+WORKLOAD_TOOLS = ("sockperf", "redis-server", "redis-benchmark", "nginx", "wrk", "curl", "iperf3", "taskset")
+
+
+def under_exec(cmd):
+    tool = os.path.basename(cmd[0])
+    return EXEC_PREFIX + cmd if EXEC_PREFIX and (tool in WORKLOAD_TOOLS or cmd[0].startswith(OUT)) else cmd
+
+
 def run(cmd, check=True, **kw):
+    cmd = under_exec(cmd)
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     if check and r.returncode:
         raise RuntimeError("%s failed (exit %d): %s" % (" ".join(cmd), r.returncode, r.stderr.strip()[-400:]))
@@ -76,7 +90,7 @@ class Server:
     """A background server process, stopped (and waited for) on exit."""
 
     def __init__(self, cmd, ready_port=None, cwd=None):
-        self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd,
+        self.p = subprocess.Popen(under_exec(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd,
                                   start_new_session=True)
         if ready_port:
             wait_port(ready_port, self.p.pid)
@@ -374,7 +388,10 @@ LISM_OLD = os.environ.get("BENCH_LISM_OLD")
 if LISM_OLD:
     ABLATIONS["lism-old"] = ["build " + LISM_OLD]
     ABLATIONS["lism-ab-old"] = ["build " + LISM_OLD]
-LISM_MODES = ("lism", "lism-ab") + tuple(ABLATIONS)
+LISM_MODES = ("lism", "lism-ab", "lism-exec") + tuple(ABLATIONS)
+# issue 27's targets for lism exec, as ratios to TCP in the same run
+EXEC_TARGETS = {"sockperf_tp_14B": 5.0, "sockperf_tp_64000B": 1.8, "sockperf_pp_same_core": 0.4,
+                "redis_set": 2.0, "redis_get": 2.0, "nginx_keepalive": 2.0, "iperf3": 2.5}
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
 AB_ARGS = ["--allow-blocking"]
 
@@ -389,7 +406,7 @@ def blocking_only(mode):
     return mode == "lism-ab" or mode.startswith("lism-ab-")
 
 
-LISM_ARGS = dict({"lism": [], "lism-ab": AB_ARGS},
+LISM_ARGS = dict({"lism": [], "lism-ab": AB_ARGS, "lism-exec": []},
                  **{m: (AB_ARGS if ablation_base(m) == "lism-ab" else []) + [a for a in args if a.startswith("--")]
                     for m, args in ABLATIONS.items()})
 
@@ -452,6 +469,7 @@ class Bench:
 
     def switch(self, mode):
         """Fresh state for every run: the mode before is taken down even when it is the same."""
+        EXEC_PREFIX[:] = [LISM, "exec", "--"] if mode == "lism-exec" else []
         if self.daemon:
             if self.daemon.poll() is not None:
                 raise RuntimeError("lism run exited (%d) during the workload" % self.daemon.returncode)
@@ -526,7 +544,7 @@ def main():
     run([LISM, "mount-bpffs"])
     only = re.compile(os.environ.get("BENCH_ONLY", "."))
     workloads = [w for w in WORKLOADS if only.search(w[0])]
-    modes = ["tcp", "sockmap", "lism", "lism-ab"]
+    modes = ["tcp", "sockmap", "lism", "lism-ab", "lism-exec"]
     if not any(w[3] for w in workloads):
         modes.remove("lism-ab")
     if "BENCH_MODES" in os.environ:
@@ -639,6 +657,17 @@ def fmt_spread(samples, a, b):
     return fmt(statistics.median(rs)) + ("" if len(rs) < 2 else " (%s-%s)" % (fmt(min(rs)), fmt(max(rs))))
 
 
+def exec_met(row):
+    """lism exec's target for the row, and whether the run met it (and never lost to the sk_msg path)."""
+    t, r, vs = row["exec_target"], row["lism_exec_over_tcp"], row["exec_over_best_lism"]
+    if r is None:
+        return "-"
+    ok = (vs is None or (vs >= 1.0 if row["higher_is_better"] else vs <= 1.0))
+    if t is not None:
+        ok = ok and (r >= t if row["higher_is_better"] else r <= t)
+    return "%s%s" % (("%s %.2f: " % (">=" if row["higher_is_better"] else "<=", t)) if t else "", "yes" if ok else "**no**")
+
+
 def report(workloads, modes, res, extra, counters, elapsed):
     med = {n: {m: (statistics.median(v for _, v in s) if s else None) for m, s in d.items()}
            for n, d in res.items()}
@@ -665,6 +694,8 @@ def report(workloads, modes, res, extra, counters, elapsed):
                      "median": md, "lism_over_tcp": pr("lism", "tcp"), "sockmap_over_tcp": pr("sockmap", "tcp"),
                      "lism_ab_over_tcp": pr(ab_mode, "tcp") if ab_mode else None, "best_over_sockmap": r_sm,
                      "target": target, "met": met, "met_allow_blocking": met_ab,
+                     "lism_exec_over_tcp": pr("lism-exec", "tcp"), "exec_over_best_lism": pr("lism-exec", best),
+                     "exec_target": EXEC_TARGETS.get(name),
                      "samples": res[name]})
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "kernel": os.uname().release,
             "cpus": os.cpu_count(), "rounds": ROUNDS, "seconds": SECONDS, "elapsed_s": round(elapsed),
@@ -674,19 +705,22 @@ def report(workloads, modes, res, extra, counters, elapsed):
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"info": info, "rows": rows, "lism_stats": counters}, f, indent=1)
 
-    head = "| workload | unit | TCP | plain sockmap | lism | lism --allow-blocking | lism/TCP | best lism/sockmap | target | met (default) | met (all engaged) |"
-    lines = [head, "|" + "---|" * 11]
+    head = ("| workload | unit | TCP | plain sockmap | lism | lism --allow-blocking | lism/TCP | best lism/sockmap |"
+            " target | met (default) | met (all engaged) | lism exec | exec/TCP | exec/best sk_msg | exec target |")
+    lines = [head, "|" + "---|" * 15]
     for row in rows:
         md = row["median"]
         t = row["target"]
         tgt = "-" if t is None else ("%s %.2f" % (">=" if row["higher_is_better"] else "<=", t))
         yn = lambda v: "-" if v is None else ("yes" if v else "**no**")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             row["workload"], row["unit"], fmt(md.get("tcp")), fmt(md.get("sockmap")), fmt(md.get("lism")),
             fmt(md.get("lism-ab")) if row["blocking_sockets"] else "n/a",
             fmt(row["lism_over_tcp"]) + ("" if row["lism_ab_over_tcp"] is None else
                                          " (%s)" % fmt(row["lism_ab_over_tcp"])),
-            fmt(row["best_over_sockmap"]), tgt, yn(row["met"]), yn(row["met_allow_blocking"])))
+            fmt(row["best_over_sockmap"]), tgt, yn(row["met"]), yn(row["met_allow_blocking"]),
+            fmt(md.get("lism-exec")), fmt_spread(row["samples"], "lism-exec", "tcp"), fmt(row["exec_over_best_lism"]),
+            exec_met(row)))
     conn = info["sockops_ns_per_conn"]
     if conn:
         lines.append("")

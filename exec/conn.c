@@ -11,6 +11,8 @@
 #include <linux/sockios.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -44,14 +46,48 @@ static ssize_t sys_recvmsg(int fd, struct msghdr *m, int flags)
 	return r < 0 ? -errno : r;
 }
 
-static int nonblocking(int fd, int flags)
+/* $LISM_EXEC_DEBUG set: say on stderr why a connection failed (a reset, a broken pipe). */
+static void debug(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void debug(int fd, const char *fmt, ...)
 {
-	long fl;
+	static int on = -1;
+	char line[256];
+	va_list ap;
+	int n;
+
+	if (on < 0)
+		on = getenv("LISM_EXEC_DEBUG") != NULL;
+	if (!on)
+		return;
+	n = snprintf(line, sizeof(line), "liblism[%d]: fd %d: ", (int)getpid(), fd);
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	(void)!syscall(SYS_write, 2, line, (size_t)n);
+}
+
+/* O_NONBLOCK, read once and then kept by the fcntl and ioctl wrappers (lism_conn_set_nonblock). */
+static int nonblocking(struct lism_conn *c, int fd, int flags)
+{
+	int nb = __atomic_load_n(&c->nonblock, __ATOMIC_RELAXED);
 
 	if (flags & MSG_DONTWAIT)
 		return 1;
-	fl = syscall(SYS_fcntl, fd, F_GETFL);
-	return fl >= 0 && (fl & O_NONBLOCK);
+	if (nb < 0) {
+		long fl = syscall(SYS_fcntl, fd, F_GETFL);
+
+		nb = fl >= 0 && (fl & O_NONBLOCK);
+		__atomic_store_n(&c->nonblock, nb, __ATOMIC_RELAXED);
+	}
+	return nb;
+}
+
+void lism_conn_set_nonblock(struct lism_conn *c, int on)
+{
+	__atomic_store_n(&c->nonblock, !!on, __ATOMIC_RELAXED);
 }
 
 static void lock(struct lism_conn *c, pthread_mutex_t *l)
@@ -92,6 +128,7 @@ int lism_conn_open(struct lism_exec_map *m, struct lism_conn **out)
 		return err;
 	}
 	c->map = *m;
+	c->nonblock = -1;
 	m->base = NULL;
 	*out = c;
 	return 0;
@@ -166,6 +203,9 @@ static int eat_all(struct lism_conn *c, int fd, __u64 n)
 
 static int rx_fail(struct lism_conn *c, int fd, ssize_t err)
 {
+	debug(fd, "recv fails: %s (ring: producer %llx, doorbells owed %llu eaten %llu, run %d)", strerror((int)-err),
+	      (unsigned long long)c->map.rx.prod_seen.count, (unsigned long long)c->map.rx.owed,
+	      (unsigned long long)c->map.rx.eaten, c->map.rx.in_run);
 	if (err == -EPROTO) {
 		lism_conn_abort(c, fd);
 		return -ECONNRESET;
@@ -209,6 +249,27 @@ static int tcp_says(struct lism_conn *c, int fd)
 		return (int)seen;
 	}
 	/* only owed ones: another is the doorbell of bytes just published */
+	return eat(c, fd, c->map.rx.owed) ?: 1;
+}
+
+/*
+ * The ring is empty and the caller blocks: sleep in the kernel until a
+ * doorbell, run bytes, a FIN or a reset (SO_RCVTIMEO, signals and
+ * SA_RESTART are the kernel's own).  As tcp_says, and -EAGAIN or -EINTR.
+ */
+static int tcp_waits(struct lism_conn *c, int fd)
+{
+	char buf[64];
+	ssize_t seen = sys_recv(fd, buf, sizeof(buf), MSG_PEEK);
+
+	if (seen == 0)
+		return c->rx_err ?: -ENOTCONN;
+	if (seen == -ECONNRESET || seen == -EPIPE) {
+		c->rx_err = (int)seen; /* said once: the ring is read first, then the end says it */
+		return 1;
+	}
+	if (seen < 0)
+		return (int)seen;
 	return eat(c, fd, c->map.rx.owed) ?: 1;
 }
 
@@ -331,43 +392,26 @@ ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int
 			r = rx_fail(c, fd, r);
 			break;
 		}
-		say = tcp_says(c, fd);
+		if (got && !(flags & MSG_WAITALL))
+			break;
+		if (nb < 0)
+			nb = nonblocking(c, fd, flags);
+		say = nb ? tcp_says(c, fd) : tcp_waits(c, fd);
+		if (say == 0 || say == -EAGAIN || say == -EINTR) {
+			r = say ?: -EAGAIN; /* nothing, SO_RCVTIMEO, or a signal */
+			break;
+		}
 		if (say == 1) {
 			/* bytes came meanwhile; a peer that only sends doorbells is broken */
 			if (++idle < 1000)
 				continue;
 			say = -EPROTO;
 		}
-		if (say == -ENOTCONN || say < 0) {
-			/* the peer's FIN or reset: what it wrote before is in the ring (or its run) */
-			if (lism_ring_unread(&c->map.rx) > 0 || c->map.rx.in_run) {
-				if (++idle < 1000)
-					continue;
-			}
-			r = say == -ENOTCONN ? 0 : rx_fail(c, fd, say);
-			break;
-		}
-		if (got && !(flags & MSG_WAITALL))
-			break;
-		if (nb < 0)
-			nb = nonblocking(fd, flags);
-		if (nb) {
-			r = -EAGAIN;
-			break;
-		}
-		/* sleep in the kernel until a doorbell, run bytes, a FIN or a reset
-		 * (or SO_RCVTIMEO, or a signal: SA_RESTART is the kernel's) */
-		{
-			char b;
-			ssize_t s = sys_recv(fd, &b, 1, MSG_PEEK);
-
-			if (s == -ECONNRESET || s == -EPIPE)
-				c->rx_err = (int)s; /* said once, by the kernel: kept for after the ring */
-			else if (s < 0) {
-				r = s;
-				break;
-			}
-		}
+		/* the peer's FIN or reset: what it wrote before is in the ring (or its run) */
+		if (say != -EPROTO && (lism_ring_unread(&c->map.rx) > 0 || c->map.rx.in_run) && ++idle < 1000)
+			continue;
+		r = say == -ENOTCONN ? 0 : rx_fail(c, fd, say);
+		break;
 	}
 	pthread_mutex_unlock(&c->rx_lock);
 	if (got)
@@ -389,6 +433,7 @@ static void ring_bell(struct lism_conn *c, int fd)
 		if (r == 1)
 			return;
 		if (r != -EAGAIN && r != -EINTR) {
+			debug(fd, "a doorbell failed: %s", strerror((int)-r));
 			c->tx_err = (int)r;
 			return;
 		}
@@ -491,7 +536,7 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 		want += iov[i].iov_len;
 	lock(c, &c->tx_lock);
 	if (flags & MSG_OOB) {
-		r = run_start(c, fd, nonblocking(fd, flags));
+		r = run_start(c, fd, nonblocking(c, fd, flags));
 		if (!r)
 			r = send_run(c, fd, iov, iovcnt, flags);
 		goto out;
@@ -531,14 +576,18 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 		if (r == 0)
 			break;
 		if (r == -EPROTO) {
+			debug(fd, "send: the ring's header broke an invariant: reset");
 			lism_conn_abort(c, fd);
 			r = -ECONNRESET;
 			break;
 		}
-		if (r != -EAGAIN)
+		if (r != -EAGAIN) {
+			debug(fd, "send: %s (state %#x, reader state %#x)", strerror((int)-r), c->map.tx.state,
+			      c->map.tx.dir->cons.state);
 			break;
+		}
 		if (nb < 0)
-			nb = nonblocking(fd, flags);
+			nb = nonblocking(c, fd, flags);
 		if (nb) {
 			if (put)
 				break;
@@ -550,6 +599,7 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 			continue;
 		}
 		if (peer_gone(c, fd)) {
+			debug(fd, "send: the reader's socket went");
 			r = -EPIPE;
 			break;
 		}
@@ -625,7 +675,7 @@ ssize_t lism_conn_sendfile(struct lism_conn *c, int fd, ssize_t (*kernel)(void *
 	ssize_t r;
 
 	lock(c, &c->tx_lock);
-	r = run_start(c, fd, nonblocking(fd, 0));
+	r = run_start(c, fd, nonblocking(c, fd, 0));
 	if (!r) {
 		lism_ring_tx_run_add(&c->map.tx, (__s64)n);
 		r = kernel(arg, n);

@@ -49,6 +49,7 @@ struct lism_conn {
 	__u32 flags;
 	int tx_err;              /* an error a doorbell met, said by the next send */
 	int rx_err;              /* an error TCP said once (a reset), said once the ring is read */
+	int nonblock;            /* O_NONBLOCK as the wrappers last set it; -1: not read yet */
 };
 
 /* Take over an attached ring (@m is moved into the connection). */
@@ -72,6 +73,9 @@ int lism_conn_unread(struct lism_conn *c, int fd);
  * kernel's call, in a run. */
 ssize_t lism_conn_sendfile(struct lism_conn *c, int fd, ssize_t (*kernel)(void *arg, size_t n), void *arg,
 			   size_t n);
+
+/* fcntl(F_SETFL) or ioctl(FIONBIO) changed O_NONBLOCK (the file's, shared by dups and after fork). */
+void lism_conn_set_nonblock(struct lism_conn *c, int on);
 
 /* Reset: the peer's reads say ECONNRESET, and so do ours; the close sends RST. */
 void lism_conn_abort(struct lism_conn *c, int fd);

@@ -587,6 +587,18 @@ EXPORT void closefrom(int lo)
 	close_range(lo < 0 ? 0 : (unsigned int)lo, ~0u, 0);
 }
 
+/* O_NONBLOCK changed on a ring socket: its connection keeps it (no fcntl per call). */
+static void nonblock_set(int fd, int on)
+{
+	struct fdent *e = ent_get(fd);
+
+	if (!e)
+		return;
+	if (e->state == FD_RING)
+		lism_conn_set_nonblock(e->conn, on);
+	ent_put(e, fd);
+}
+
 EXPORT int fcntl(int fd, int cmd, ...)
 {
 	va_list ap;
@@ -599,6 +611,8 @@ EXPORT int fcntl(int fd, int cmd, ...)
 	r = REAL(fcntl)(fd, cmd, arg);
 	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		ent_dup(fd, r);
+	if (r >= 0 && cmd == F_SETFL)
+		nonblock_set(fd, arg & O_NONBLOCK);
 	return r;
 }
 
@@ -640,6 +654,13 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 			ent_put(e, fd);
 			return -1;
 		}
+	}
+	if (req == FIONBIO) {
+		int r = REAL(ioctl)(fd, req, arg);
+
+		if (!r && arg)
+			nonblock_set(fd, *(int *)arg);
+		return r;
 	}
 	return REAL(ioctl)(fd, req, arg);
 }

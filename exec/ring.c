@@ -257,7 +257,7 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 		 * count may go below 0 for a moment: only a crossing from above
 		 * 0 to 0 or below owes a doorbell */
 		left = __atomic_fetch_sub(&rx->dir->prod.unread, n, __ATOMIC_ACQ_REL);
-		if (left > (__s64)rx->size || left < n - (__s64)rx->size)
+		if (left > 2 * (__s64)rx->size || left < n - (__s64)rx->size)
 			return rx->err = -EPROTO;
 		if (left > 0 && left - n <= 0)
 			rx->owed++;
@@ -355,8 +355,8 @@ ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iov
 	STORE(&tx->dir->prod.cursor, lism_cursor_pack(tx->prod));
 	/* counted after they are published: a count above 0 always has bytes behind it */
 	before = __atomic_fetch_add(&tx->dir->prod.unread, n, __ATOMIC_ACQ_REL);
-	if (before > (__s64)tx->size || before < -(__s64)tx->size)
-		return tx->err = -EPROTO; /* the reader's count: more than the ring holds */
+	if (before > 2 * (__s64)tx->size || before < -(__s64)tx->size)
+		return tx->err = -EPROTO; /* the reader's count: out of what the ring allows */
 	if (before <= 0 && before + n > 0) {
 		tx->bell = true;
 		__atomic_store_n(&tx->dir->prod.bells, ++tx->bells, __ATOMIC_RELAXED);

@@ -61,8 +61,9 @@ struct lism_ring_prod {
 	__u32 state;        /* LISM_RING_DONE_WRITING, _CLOSED, _ABORT */
 	__u32 writer_waits; /* the writer sleeps for room: the reader rings once it frees some */
 	__s64 unread;       /* bytes counted, less those consumed: the writer adds after it
-			       publishes, the reader subtracts after it consumes; a crossing
-			       above 0 rings a doorbell, one back owes its reader one */
+			       publishes, the reader subtracts after it consumes (so it stays in
+			       [-dmb_size, 2 * dmb_size]); a crossing above 0 rings a doorbell,
+			       one back owes its reader one */
 	__u64 bells;        /* doorbells sent so far (the writer's count, for a re-attach) */
 	__u64 runs;         /* runs started so far; run i is in run[i % LISM_RING_RUNS] */
 	__u8 pad[LISM_RING_LINE - 40];
