@@ -13,20 +13,28 @@ Modes:
             Cilium's bpf_redir and Merbridge did it (no handshake, no bounds)
   lism      lism with its default policy, its daemon running as the DaemonSet
             runs it (`lism run`: /metrics, a summary line a minute)
-  lism-ab   lism --allow-blocking, only for the workloads whose client or
-            server uses blocking sockets (sockperf, iperf3), which lism's
-            default policy keeps on TCP (docs/semantics.md): everything
-            engaged
+  lism-ab   lism --allow-blocking --eager-senders, only for the workloads
+            whose client or server uses blocking sockets (sockperf, iperf3),
+            which lism's default policy keeps on TCP (docs/semantics.md):
+            everything engaged, also the one-way transfers whose writer the
+            default never makes a sender (include/lism/sender.h)
   lism-exec lism with its daemon (and so its device), every workload
             program started under `lism exec` (liblism.so): ring DMBs
             (docs/exec.md); its own targets (EXEC_TARGETS, issue 27)
   ablations, only when BENCH_MODES names them, each lism with one
   heuristic off, reported as lism / ablation per workload (> 1: the
   heuristic wins there, for a higher-is-better unit):
+  lism-eager      --eager-senders: every paired socket a sender from the
+                  handshake (no sender rules, include/lism/sender.h)
+  lism-ab-adaptive  lism-ab with the sender rules (--senders=adaptive), on the
+                  blocking workloads: the rules where sockperf's reader is
   lism-no-churn   --no-churn-detect (include/lism/churn.h)
   lism-old        BENCH_LISM_OLD=path/to/lism: another build's lism (an A/B
                   of two builds, interleaved like every other mode)
   lism-ab-old     the same against lism-ab, on its (blocking) workloads
+  lism-no-bulk-sndbuf
+                  LISM_ABLATE=bulk-sndbuf (include/lism/ablate.h): a bulk
+                  joiner's SO_SNDBUF (sender.h)
   A mode named lism-ab-* is measured against lism-ab, on its workloads.
 
 Environment: BENCH_QUICK=1 (one short round), BENCH_ROUNDS, BENCH_SECONDS,
@@ -381,7 +389,11 @@ def settle(idle_share=0.9, window=0.2, limit=5.0):
 
 # ---------------------------------------------------------------- modes
 
-ABLATIONS = {"lism-no-churn": ["--no-churn-detect"]}
+ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-churn": ["--no-churn-detect"],
+             "lism-no-bulk-sndbuf": ["LISM_ABLATE=bulk-sndbuf"],
+             # lism-ab with the sender rules back (--senders after --eager-senders wins): the rules on
+             # the blocking small-message streams they were made for (sockperf's reader)
+             "lism-ab-adaptive": ["--senders=adaptive"]}
 # BENCH_LISM_OLD=path/to/lism: modes lism-old and lism-ab-old, another build's lism, interleaved
 # with this one (an A/B)
 LISM_OLD = os.environ.get("BENCH_LISM_OLD")
@@ -393,7 +405,7 @@ LISM_MODES = ("lism", "lism-ab", "lism-exec") + tuple(ABLATIONS)
 EXEC_TARGETS = {"sockperf_tp_14B": 5.0, "sockperf_tp_64000B": 1.8, "sockperf_pp_same_core": 0.4,
                 "redis_set": 2.0, "redis_get": 2.0, "nginx_keepalive": 2.0, "iperf3": 2.5}
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
-AB_ARGS = ["--allow-blocking"]
+AB_ARGS = ["--allow-blocking", "--eager-senders"]
 
 
 def ablation_base(mode):
@@ -409,6 +421,18 @@ def blocking_only(mode):
 LISM_ARGS = dict({"lism": [], "lism-ab": AB_ARGS, "lism-exec": []},
                  **{m: (AB_ARGS if ablation_base(m) == "lism-ab" else []) + [a for a in args if a.startswith("--")]
                     for m, args in ABLATIONS.items()})
+
+
+def lism_env(mode):
+    """The environment of a mode's lism: an ablation without a setting of its own is LISM_ABLATE
+    (include/lism/ablate.h), for the load and for the daemon, whose adoption upgrades the programs."""
+    env = dict(os.environ)
+    env.pop("BENCH_LISM_OLD", None)
+    env.pop("LISM_ABLATE", None)
+    for a in ABLATIONS.get(mode, []):
+        if a.startswith("LISM_ABLATE="):
+            env["LISM_ABLATE"] = a.split("=", 1)[1]
+    return env
 
 
 def lism_bin(mode):
@@ -483,11 +507,12 @@ class Bench:
             self.baseline_unload()
         self.mode = None
         if mode in LISM_MODES:
-            run([lism_bin(mode), "load", "--pin-path", self.pin, "--cgroup", self.cg] + LISM_ARGS[mode])
+            run([lism_bin(mode), "load", "--pin-path", self.pin, "--cgroup", self.cg] + LISM_ARGS[mode],
+                env=lism_env(mode))
             # the daemon adopts it, as on a node (its cost belongs in the numbers)
             self.daemon = subprocess.Popen([lism_bin(mode), "run", "--pin-path", self.pin, "--metrics-addr",
                                             "127.0.0.1:%d" % (19435 + os.getpid() % 1000)],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=lism_env(mode))
         elif mode == "sockmap":
             self.baseline_load()
         self.mode = mode
@@ -705,7 +730,7 @@ def report(workloads, modes, res, extra, counters, elapsed):
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"info": info, "rows": rows, "lism_stats": counters}, f, indent=1)
 
-    head = ("| workload | unit | TCP | plain sockmap | lism | lism --allow-blocking | lism/TCP | best lism/sockmap |"
+    head = ("| workload | unit | TCP | plain sockmap | lism | lism --allow-blocking --eager-senders | lism/TCP | best lism/sockmap |"
             " target | met (default) | met (all engaged) | lism exec | exec/TCP | exec/best sk_msg | exec target |")
     lines = [head, "|" + "---|" * 15]
     for row in rows:
@@ -812,7 +837,7 @@ set ylabel 'MB/s'
 set xtics norotate
 set yrange [*:*]
 set key top left
-plot '{out}/tp.dat' using 1:2 title 'TCP', '' using 1:3 title 'plain sockmap', '' using 1:4 title 'lism (default policy)', '' using 1:5 title 'lism --allow-blocking'
+plot '{out}/tp.dat' using 1:2 title 'TCP', '' using 1:3 title 'plain sockmap', '' using 1:4 title 'lism (default policy)', '' using 1:5 title 'lism --allow-blocking --eager-senders'
 """
     # a run without the sockmap mode has no such column: gnuplot refuses an empty series
     script = script.format(out=OUT, sockmap=" '' using 3 title 'plain sockmap'," if sockmap_ratios else "")

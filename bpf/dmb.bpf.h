@@ -150,11 +150,11 @@ static __always_inline void close_own(struct lism_sk *st, struct lism_dmb *e, __
 static __always_inline void fallback_own(struct lism_sk *st, const struct tcp_sock *tp,
 					 struct lism_dmb *e, __u8 reason)
 {
-	account_unseen(st, tp); /* sent off the data path (small send limits) while it was paired */
+	account_unseen(st, tp); /* sent before it was a sender: its sends no longer run the sk_msg program */
 	st->state = LISM_ST_FALLBACK;
 	st->reason = reason;
 	st->tx = LISM_TX_TCP;
-	st->sender = LISM_SND_NONE; /* no longer a member */
+	st->sender = LISM_SND_NONE; /* no longer a member (a queued join then finds no token) */
 	reason_count(reason);
 	stat_add(LISM_S_FALLBACKS, 1);
 	if (e) {

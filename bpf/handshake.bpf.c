@@ -370,11 +370,13 @@ static __always_inline void check_member_mode(struct bpf_sock_ops *s, struct lis
 	e = dmb_by_token(st->token);
 	/*
 	 * Leave only once no redirect of the peer's can be in flight to us:
-	 * it is no sender, or its sender has seen us blocking (it
-	 * then sends over TCP); and once our shortcut queue is empty (leaving
-	 * drops what is unread).
+	 * it never became a sender, or its sender has seen us blocking (it
+	 * then sends over TCP); once our shortcut queue is empty (leaving
+	 * drops what is unread); and not while the join timer may be adding
+	 * us to the senders.
 	 */
-	if (!e || ((e->conn_flags & LISM_CONN_PEER_SENDS) && !(e->conn_flags & LISM_CONN_SEEN_BLOCKING)))
+	if (!e || st->sender == LISM_SND_QUEUED ||
+	    ((e->conn_flags & LISM_CONN_PEER_SENDS) && !(e->conn_flags & LISM_CONN_SEEN_BLOCKING)))
 		return;
 	if (sock_shortcut_unread_if_counted(ksk))
 		return; /* next packet */
@@ -387,8 +389,8 @@ static __always_inline void check_member_mode(struct bpf_sock_ops *s, struct lis
 
 /*
  * An outgoing packet of a member (HDR_OPT_LEN_CB, while the flag is on):
- * a passive member's blocking mode.  The callback is switched off once it
- * is known.
+ * a passive member's blocking mode, and whether data went both ways yet
+ * (sender.h).  The callback is switched off once neither needs it.
  */
 static __always_inline int paired(const struct lism_sk *st)
 {
@@ -412,8 +414,14 @@ static void on_member_packet(struct bpf_sock_ops *s)
 		return;
 	if (paired(st) && !(st->flags & LISM_SKF_MODE_KNOWN) && st->role == LISM_ROLE_PASSIVE)
 		check_member_mode(s, st); /* may leave: paired() is asked again below */
-	if (paired(st) && !(st->flags & LISM_SKF_MODE_KNOWN))
+	if (paired(st) && st->sender == LISM_SND_WATCH)
+		sender_watch(s, st);
+	sender_sizes_settle(s, st); /* the sendmsg callback cannot switch itself off */
+	sender_bulk_sndbuf(s, st);
+	if (paired(st) && (!(st->flags & LISM_SKF_MODE_KNOWN) || st->sender == LISM_SND_WATCH))
 		return;
+	if (st->flags & LISM_SKF_SIZES_ON)
+		return; /* this callback must live until it switched that one off */
 	cb_flags(s, 0, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG);
 }
 
@@ -499,7 +507,7 @@ static __always_inline void confirm(struct lism_dmb *a, struct lism_dmb *b, __u8
 
 /* How an end joins (join() below). */
 enum join_how {
-	JOIN_MAPS,         /* the shortcut map, and the senders unless its send limits are small */
+	JOIN_MAPS,         /* the shortcut map, and the senders by the rules */
 	JOIN_NO_DATA_PATH, /* none: this instance runs no data path, or the active end found none */
 	JOIN_EXEC,         /* none: the end runs liblism, whose bytes take a ring or TCP (lism/exec.h) */
 };
@@ -551,9 +559,10 @@ static __always_inline void exec_decide(struct lism_dmb *re, struct lism_dmb *se
 
 /*
  * Join the shortcut map under our own token: from now on the peer may
- * redirect to us.  Join the senders too, so that our own sends run the
- * data path -- unless our send buffer or unsent-bytes limit is too small
- * for it (sender.h).
+ * redirect to us.  Our own sends run the data path once we are a sender
+ * too: at once with --eager-senders, else when data went both ways
+ * (sender.h), watched from our outgoing packets -- never if our send
+ * buffer or unsent-bytes limit is too small for the data path.
  * Returns 0, -1 if the maps refused it, or 1 when this instance runs no data
  * path (its kernel lacks one, or the verifier refused it) or @how says none:
  * the pair is confirmed all the same and its bytes stay off the sk_msg path.
@@ -563,6 +572,7 @@ static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device
 {
 	struct bpf_sock *sk = s->sk;
 	__u64 key = st->token;
+	struct tcp_sock *tp;
 
 	if (how != JOIN_MAPS || !(d->flags & LISM_DEV_F_DATA_PATH)) {
 		st->flags = LISM_SKF_MODE_KNOWN; /* nothing to watch: it never joins */
@@ -577,10 +587,16 @@ static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device
 	}
 	if (!sk || bpf_sock_hash_update(s, &shortcut, &key, BPF_NOEXIST))
 		return -1;
+	tp = bpf_skc_to_tcp_sock(sk);
 	st->flags = ((d->flags & LISM_DEV_F_ALLOW_BLOCKING) ? LISM_SKF_ALLOW_BLOCKING : 0) |
 		    (st->role == LISM_ROLE_ACTIVE || (d->flags & LISM_DEV_F_ALLOW_BLOCKING) ?
 			     LISM_SKF_MODE_KNOWN : 0);
-	if (!sender_keep_off(st, bpf_skc_to_tcp_sock(sk))) {
+	if (!(d->flags & LISM_DEV_F_EAGER_SENDERS)) {
+		st->sender = LISM_SND_WATCH;
+		start_unseen(st, tp);
+		sender_sizes_start(s, st, tp);
+		cb_flags(s, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG, 0);
+	} else if (!sender_keep_off(st, tp)) { /* small send limits: not even eagerly (sender.h) */
 		if (bpf_sock_hash_update(s, &senders, &key, BPF_NOEXIST)) {
 			bpf_map_delete_elem(&shortcut, &key);
 			return -1;
@@ -645,7 +661,7 @@ static void on_active_established(struct bpf_sock_ops *s)
 	}
 	st->peer_token = o.token;
 	st->peer_slot = lism_token_slot(o.token);
-	if (st->sender == LISM_SND_JOINED)
+	if (st->sender == LISM_SND_JOINED) /* --eager-senders */
 		mark_peer_receives(st);
 	st->tx = err ? LISM_TX_TCP : LISM_TX_SYNC;
 	st->state = LISM_ST_READY;
@@ -764,7 +780,7 @@ static void on_passive_established(struct bpf_sock_ops *s)
 	}
 	st->peer_token = o.token;
 	st->peer_slot = lism_token_slot(o.token);
-	if (st->sender == LISM_SND_JOINED)
+	if (st->sender == LISM_SND_JOINED) /* --eager-senders */
 		mark_peer_receives(st);
 	st->tx = joined ? LISM_TX_TCP : LISM_TX_SYNC;
 	st->state = LISM_ST_CONFIRMED;
@@ -804,7 +820,7 @@ static void on_state(struct bpf_sock_ops *s)
 	if (!st || !st->token)
 		return;
 	e = dmb_by_token(st->token);
-	/* sent over TCP off the data path (small send limits): paired sockets' bytes while the pair is on */
+	/* sent over TCP before it was a sender: paired sockets' bytes while the pair is on */
 	if (e && e->state != LISM_ST_FALLBACK)
 		account_unseen(st, bpf_skc_to_tcp_sock(sk));
 	st->flags &= ~LISM_SKF_UNSEEN;
@@ -864,6 +880,9 @@ int lism_sockops(struct bpf_sock_ops *s)
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
 		on_state(s);
+		break;
+	case BPF_SOCK_OPS_TSTAMP_SENDMSG_CB:
+		on_member_send(s);
 		break;
 	}
 	return 1;

@@ -18,6 +18,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "lism/abi.h"
+#include "lism/ablate.h"
 #include "lism/churn.h"
 #include "lism/exec.h"
 #include "lism/feature.h"
@@ -41,6 +42,9 @@
 #define TCP_SAVE_SYN 27
 /* low bits of sk_user_data are flags (include/net/sock.h) */
 #define SK_USER_DATA_FLAGS 7UL
+
+/* LISM_ABLATE_* the loader switched off (lism/ablate.h): bench only, zero otherwise. */
+const volatile __u32 lism_ablate = 0;
 
 /*
  * Every map is an instance's state, pinned by name in its pin directory
@@ -180,10 +184,17 @@ struct {
 } event_readers SEC(".maps") __weak;
 
 /*
- * The sender timer's work (bpf/sender.bpf.h): tokens of senders whose peer
- * is gone, to take out of both maps (sender.h), which the sk_msg program
- * queues.
+ * The sender timer's work (bpf/sender.bpf.h): tokens of members to join
+ * the senders map (each queues once), and of senders to take out of both
+ * maps again (sender.h), which the sk_msg program queues.
  */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__uint(max_entries, LISM_DEFAULT_MAX_DMBS);
+	__type(value, __u64);
+} sender_queue SEC(".maps") __weak;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_QUEUE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -353,8 +364,8 @@ static __always_inline void count_tcp_bytes(const struct lism_sk *st, __u64 n)
 }
 
 /*
- * Account what a member sent while its sends stayed off the sk_msg program
- * (sender.h: small send limits), when it stops sending.
+ * Account what a member sent before its sends ran the sk_msg program
+ * (sender.h): at its first send as a sender, or when it stops sending.
  */
 static __always_inline void account_unseen(struct lism_sk *st, const struct tcp_sock *tp)
 {
@@ -381,6 +392,15 @@ static __always_inline struct lism_dmb *mark_peer_receives(const struct lism_sk 
 	if (pe->token != st->peer_token && !(old & LISM_CONN_PEER_SENDS))
 		__sync_fetch_and_and(&pe->conn_flags, ~LISM_CONN_PEER_SENDS);
 	return pe;
+}
+
+/* From now on its sends go to TCP unseen until it joins the senders (sender.h). */
+static __always_inline void start_unseen(struct lism_sk *st, const struct tcp_sock *tp)
+{
+	if (!tp)
+		return;
+	st->unseen_base = lism_sender_written(tp->bytes_acked, tp->snd_una, tp->write_seq);
+	st->flags |= LISM_SKF_UNSEEN;
 }
 
 static __always_inline void emit_event_at(__u8 type, __u8 reason, const struct lism_dmb *e,

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The data path: every send of a socket in the senders map runs this (every
- * paired end from the handshake on, include/lism/sender.h); it redirects
- * into the peer through the shortcut map.
+ * The data path: every send of a socket in the senders map runs this (a
+ * member becomes a sender once data goes both ways, include/lism/sender.h);
+ * it redirects into the peer through the shortcut map.
  *
  * A direction starts in SYNC: bytes the sender put into TCP before the pair
  * was confirmed (e.g. written right after connect()) may still be in flight
@@ -173,6 +173,7 @@ int lism_msg(struct sk_msg_md *msg)
 		return SK_PASS;
 	lism_churn_count_send(&st->sent, size);
 	tp = bpf_skc_to_tcp_sock(sk);
+	account_unseen(st, tp); /* at its first send as a sender: what went to TCP before (sender.h) */
 	slot = st->peer_slot;
 	pe = dmb_get(slot);
 	owner = bpf_map_lookup_elem(&dmb_owner, &slot);
@@ -258,10 +259,10 @@ tcp:
 }
 
 /*
- * Sets the sender timer's callback (sender.bpf.h), run by the loader
+ * Sets the sender join timer's callback (sender.bpf.h), run by the loader
  * through BPF_PROG_RUN when the data path starts, at load and at load
  * --upgrade, like lism_sweep_start: the callback is verified as a tc
- * program's, which may delete from sockmaps.  Returns 1 when the timer is ready.
+ * program's, which may update sockmaps.  Returns 1 when the timer is ready.
  */
 SEC("tc")
 int lism_sender_start(struct __sk_buff *skb)

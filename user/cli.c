@@ -47,7 +47,7 @@ void lism_usage(FILE *f)
 		"           [--exclude-cidr CIDR]... [--exclude-port PORT]... [--include-port PORT]...\n"
 		"           [--local-routes on|off]  (on: also this node's pods, from its routes)\n"
 		"           [--allow-blocking] [--no-churn-detect]\n"
-		"           [--churn-window MS] [--upgrade] [--mount-bpffs]\n"
+		"           [--churn-window MS] [--senders adaptive|eager] [--upgrade] [--mount-bpffs]\n"
 		"  unload   stop new shortcuts, wait for existing ones to end, remove lism\n"
 		"           [--timeout SECONDS] [--force] [--stay]  (--stay: then wait for SIGTERM)\n"
 		"  status   the loopback-ism device, like smcd device   [-j]\n"
@@ -71,6 +71,7 @@ void lism_usage(FILE *f)
 		"  set active drain    keep them on TCP until a lism run adopts the instance\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
 		"  set churn-detect on|off   let destinations of short connections skip the shortcut\n"
+		"  set senders adaptive|eager   when new connections' sends start to run the data path\n"
 		"  probe    every kernel feature lism uses, whether this kernel has it, and which part\n"
 		"           of lism it enables; as root, whether the verifier takes each program   [-j]\n"
 		"  mount-bpffs  mount bpffs at /sys/fs/bpf unless the pin path is on one (init containers)\n"
@@ -103,6 +104,16 @@ int lism_parse_u32(const char *s, __u32 min, __u32 max, __u32 *out)
 		return -ERANGE;
 	*out = (__u32)v;
 	return 0;
+}
+
+/* "adaptive": 0 (include/lism/sender.h decides), "eager": 1 (senders from the handshake). */
+int lism_parse_senders(const char *s)
+{
+	if (s && !strcmp(s, "adaptive"))
+		return 0;
+	if (s && !strcmp(s, "eager"))
+		return 1;
+	return -EINVAL;
 }
 
 int lism_parse_size(const char *s, __u64 *out)
@@ -234,20 +245,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 	return LISM_EXIT_USAGE;
-}
-
-/*
- * --senders and `set senders`: every member is a sender from the handshake
- * (include/lism/sender.h), but ConfigMaps in the field still carry "eager"
- * and "adaptive": both are taken, adaptive marked for main() to warn.
- */
-static int senders_value(struct lism_opts *o, const char *what, const char *arg, char *err, size_t errlen)
-{
-	if (!strcmp(arg, "adaptive"))
-		o->adaptive_senders = 1;
-	else if (strcmp(arg, "eager"))
-		return fail(err, errlen, "%s: '%s' is not eager or adaptive", what, arg);
-	return 0;
 }
 
 enum {
@@ -395,6 +392,14 @@ static int load_option(struct lism_load_cfg *cfg, int c, const char *arg, char *
 		return 0;
 	case OPT_NO_CHURN_DETECT:
 		cfg->no_churn_detect = 1;
+		return 0;
+	case OPT_EAGER_SENDERS:
+		cfg->eager_senders = 1;
+		return 0;
+	case OPT_SENDERS: /* the same as --eager-senders, with a value a ConfigMap can carry */
+		cfg->eager_senders = lism_parse_senders(arg);
+		if (cfg->eager_senders < 0)
+			return fail(err, errlen, "--senders: '%s' is not adaptive or eager", arg);
 		return 0;
 	case OPT_CHURN_WINDOW:
 		if (lism_parse_u32(arg, 0, LISM_CHURN_WINDOW_MAX_MS, &cfg->churn_window_ms))
@@ -567,10 +572,11 @@ static int stats_args(struct lism_opts *o, int n, char **args, char *err, size_t
 static int set_args(struct lism_opts *o, int n, char **args, char *err, size_t errlen)
 {
 	struct lism_set_opts *so = &o->set;
-	int active;
+	int active, eager;
 
 	if (n != 2)
-		return fail(err, errlen, "set: expected 'active on|off|drain', 'max-dmbs N' or 'churn-detect on|off'");
+		return fail(err, errlen, "set: expected 'active on|off|drain', 'max-dmbs N', 'churn-detect on|off' "
+			    "or 'senders adaptive|eager'");
 	active = !strcmp(args[0], "active");
 	if (active || !strcmp(args[0], "churn-detect")) {
 		so->key = active ? LISM_SET_ACTIVE : LISM_SET_CHURN_DETECT;
@@ -587,8 +593,12 @@ static int set_args(struct lism_opts *o, int n, char **args, char *err, size_t e
 		return 0;
 	}
 	if (!strcmp(args[0], "senders")) {
+		eager = lism_parse_senders(args[1]);
+		if (eager < 0)
+			return fail(err, errlen, "set senders: '%s' is not adaptive or eager", args[1]);
 		so->key = LISM_SET_SENDERS;
-		return senders_value(o, "set senders", args[1], err, errlen);
+		so->value = (__u32)eager;
+		return 0;
 	}
 	if (!strcmp(args[0], "max-dmbs")) {
 		so->key = LISM_SET_MAX_DMBS;
@@ -597,7 +607,7 @@ static int set_args(struct lism_opts *o, int n, char **args, char *err, size_t e
 				    LISM_MAX_DMBS_LIMIT);
 		return 0;
 	}
-	return fail(err, errlen, "set: unknown setting '%s' (active, max-dmbs, churn-detect)", args[0]);
+	return fail(err, errlen, "set: unknown setting '%s' (active, max-dmbs, churn-detect, senders)", args[0]);
 }
 
 /* Defaults. */
@@ -772,13 +782,6 @@ int lism_parse_args(int argc, char **argv, struct lism_opts *o, char *err, size_
 		case 'h':
 			o->cmd = LISM_CMD_HELP;
 			return LISM_EXIT_OK;
-		case OPT_EAGER_SENDERS: /* a load option, and the only behaviour: nothing to set */
-			continue;
-		case OPT_SENDERS:
-			ret = senders_value(o, "--senders", arg, err, errlen);
-			if (ret)
-				return ret;
-			continue;
 		}
 		ret = cmd->option(o, c, arg, err, errlen);
 		if (ret)

@@ -43,7 +43,7 @@ enum lism_set_key {
 	LISM_SET_ACTIVE, /* on, off, or off for a drain (LISM_DEV_F_DRAINING) */
 	LISM_SET_MAX_DMBS,
 	LISM_SET_CHURN_DETECT,
-	LISM_SET_SENDERS, /* eager, the only behaviour: nothing to set (ConfigMaps and scripts still say it) */
+	LISM_SET_SENDERS,
 };
 
 /* lism conns --mode */
@@ -123,7 +123,6 @@ struct lism_mount_opts {
 struct lism_opts {
 	enum lism_cmd cmd;
 	struct lism_common_opts c;
-	int adaptive_senders; /* --senders adaptive or set senders adaptive: removed, main() warns */
 	union {
 		struct lism_load_opts load;
 		struct lism_unload_opts unload;
@@ -154,6 +153,7 @@ int lism_parse_size(const char *s, __u64 *out);
 
 /* Decimal only, within [min, max].  0 or -EINVAL/-ERANGE. */
 int lism_parse_u32(const char *s, __u32 min, __u32 max, __u32 *out);
+int lism_parse_senders(const char *s);
 
 /* "10.0.0.0/8", "fd00::/64", "192.0.2.1" (host route).  0 or -EINVAL. */
 int lism_parse_cidr(const char *s, struct lism_cidr *out);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ablate.h"
 #include "bpf_time.h"
 #include "commands.h"
 #include "feature.h"
@@ -63,6 +64,12 @@ static void say_features(const struct lism_load_info *info)
 			lism_feature_off_line(f, &info->features[f], line, sizeof(line));
 			printf("lism: note: %s\n", line);
 		}
+	if (info->ablated) {
+		char names[128];
+
+		lism_ablate_format(info->ablated, names, sizeof(names));
+		printf("lism: note: LISM_ABLATE: switched off for a bench: %s\n", names);
+	}
 	fflush(stdout);
 }
 

@@ -128,7 +128,7 @@ void lism_fmt_endpoint(const __u8 addr[16], __u16 port, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-/* How its sends travel: a member that is no sender (small send limits, or leaving) sends over TCP (sender.h). */
+/* How its sends travel: a member that is not a sender yet sends over TCP unseen (sender.h). */
 static const char *tx_name(const struct lism_sk *st)
 {
 	if (st->sender != LISM_SND_NONE && st->sender != LISM_SND_JOINED)
@@ -138,12 +138,9 @@ static const char *tx_name(const struct lism_sk *st)
 
 const char *lism_sender_name(__u8 sender)
 {
-	static const char *const names[] = {
-		[LISM_SND_NONE] = "none", [LISM_SND_JOINED] = "joined", [LISM_SND_TCP] = "tcp",
-		[LISM_SND_LEAVING] = "leaving",
-	};
+	static const char *const names[] = { "none", "watch", "queued", "joined", "tcp", "leaving" };
 
-	return sender < sizeof(names) / sizeof(names[0]) && names[sender] ? names[sender] : "?";
+	return sender < sizeof(names) / sizeof(names[0]) ? names[sender] : "?";
 }
 
 /* The cursor @bytes into this end's DMB. */

@@ -39,7 +39,7 @@ struct json_object *lism_json_token(__u64 token);
 void lism_conn_header(int wide, char *buf, size_t len);
 void lism_conn_format(const struct lism_conn *c, int wide, char *buf, size_t len);
 struct json_object *lism_conn_json(const struct lism_conn *c);
-/* lism_sk.sender as conns -j shows it: none, joined, tcp, leaving */
+/* lism_sk.sender as conns -j shows it: none, watch, queued, joined, tcp */
 const char *lism_sender_name(__u8 sender);
 int lism_conn_matches(const struct lism_conn *c, const struct lism_conns_opts *o);
 

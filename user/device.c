@@ -359,10 +359,6 @@ int lism_cmd_set(const struct lism_common_opts *co, const struct lism_set_opts *
 	struct lism_device d;
 	int err, ret = LISM_EXIT_OK, lockfd = -1;
 
-	if (o->key == LISM_SET_SENDERS) { /* the only behaviour, whatever was asked (main() warns) */
-		printf("lism: senders eager: every paired end's sends run the data path from the handshake\n");
-		return LISM_EXIT_OK;
-	}
 	err = lism_instance_open(&in, co->pin_path);
 	if (err) {
 		lism_err("no lism instance at %s: %s", co->pin_path, strerror(-err));
@@ -407,6 +403,12 @@ int lism_cmd_set(const struct lism_common_opts *co, const struct lism_set_opts *
 		else
 			d.flags |= LISM_DEV_F_NO_CHURN_DETECT;
 		break;
+	case LISM_SET_SENDERS:
+		if (o->value)
+			d.flags |= LISM_DEV_F_EAGER_SENDERS;
+		else
+			d.flags &= ~LISM_DEV_F_EAGER_SENDERS;
+		break;
 	default:
 		ret = LISM_EXIT_USAGE;
 		goto out;
@@ -428,6 +430,10 @@ int lism_cmd_set(const struct lism_common_opts *co, const struct lism_set_opts *
 		printf("lism: churn-detect %s: %s\n", o->value ? "on" : "off",
 		       o->value ? "destinations of short connections may skip the shortcut"
 				    : "every new connection may use the shortcut");
+	else if (o->key == LISM_SET_SENDERS)
+		printf("lism: senders %s: %s\n", o->value ? "eager" : "adaptive",
+		       o->value ? "new connections' sends run the data path from the handshake"
+				    : "new connections' sends run it once data goes both ways or is bulk");
 	else
 		printf("lism: max-dmbs %u\n", d.max_dmbs);
 out:

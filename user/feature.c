@@ -48,6 +48,13 @@ static const struct lism_feature_info table[LISM_F_MAX] = {
 		.without = "a DMB of a socket freed unseen by both the close and the backstop stays in use "
 			   "until unload; everything else works",
 	},
+	[LISM_F_SEND_SIZES] = {
+		.name = "send_sizes",
+		.title = "send-size measuring",
+		.programs = "",
+		.without = "a one-way bulk writer's sends stay on TCP (request/response connections still "
+			   "join the data path)",
+	},
 	[LISM_F_BPF_STATS] = {
 		.name = "bpf_stats",
 		.title = "BPF run-time stats",

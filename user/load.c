@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -17,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ablate.h"
 #include "cgroup.h"
 #include "device.h"
 #include "feature.h"
@@ -29,6 +31,7 @@
 #include "routes.h"
 #include "scope.h"
 #include "signals.h"
+#include "lism/ablate.h"
 #include "lism.skel.h"
 
 #define BPFFS_DEFAULT "/sys/fs/bpf"
@@ -132,7 +135,8 @@ static int init_device(struct lism_bpf *skel, const char *pin_path, const struct
 	d.churn_window_ms = cfg->churn_window_ms;
 	d.flags = (cfg->allow_blocking ? LISM_DEV_F_ALLOW_BLOCKING : 0) |
 		  (cfg->n_include_ports ? LISM_DEV_F_INCLUDE_PORTS : 0) |
-		  (cfg->no_churn_detect ? LISM_DEV_F_NO_CHURN_DETECT : 0);
+		  (cfg->no_churn_detect ? LISM_DEV_F_NO_CHURN_DETECT : 0) |
+		  (cfg->eager_senders ? LISM_DEV_F_EAGER_SENDERS : 0);
 	d.loaded_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
 	err = lism_pin_map_id(pin_path, "socks", &d.socks_id); /* libbpf pinned it at load */
 	if (err)
@@ -203,7 +207,8 @@ static int fill_scope(struct lism_bpf *skel, const struct lism_load_cfg *cfg, st
  * its name there, created at load if missing, reused (and checked against
  * this build's definition) if present.  @entries sizes the DMB-indexed maps.
  */
-static int open_core(const char *pin_path, __u32 entries, struct lism_bpf **out, struct lism_error *e)
+static int open_core(const char *pin_path, __u32 entries, __u32 ablate, struct lism_bpf **out,
+		     struct lism_error *e)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pin_path);
 	struct lism_bpf *skel = lism_bpf__open_opts(&opts);
@@ -214,10 +219,25 @@ static int open_core(const char *pin_path, __u32 entries, struct lism_bpf **out,
 		err = errno ? -errno : -ENOMEM;
 		return lism_fail(e, LISM_EXIT_FAIL, err, "opening the BPF object failed: %s", strerror(-err));
 	}
-	lism_object_configure(skel->obj, entries);
+	err = lism_object_configure(skel->obj, entries, ablate);
+	if (err) {
+		lism_bpf__destroy(skel);
+		return lism_fail(e, LISM_EXIT_FAIL, err, "configuring the BPF object failed: %s", strerror(-err));
+	}
 	skel->rodata->lism_test_reject_handshake = lism_test_reject(LISM_F_HANDSHAKE);
 	*out = skel;
 	return 0;
+}
+
+/* The bench's ablations (LISM_ABLATE, lism/ablate.h) into @info->ablated. */
+static int read_ablate(struct lism_load_info *info, struct lism_error *e)
+{
+	const char *list = getenv("LISM_ABLATE");
+
+	if (!lism_ablate_parse(list, &info->ablated))
+		return 0;
+	return lism_fail(e, LISM_EXIT_USAGE, -EINVAL, "LISM_ABLATE=%s is not a list of %s", list,
+			 LISM_ABLATE_NAMES);
 }
 
 /* What the core needs and this kernel lacks: said in @e (class ENV), one line each. */
@@ -301,7 +321,7 @@ static void start_features(const char *pin_path, __u32 entries, const struct lis
 	memset(st, 0, sizeof(info->features));
 	lism_feature_on(&st[LISM_F_HANDSHAKE]);
 	lism_probed_features(p, st);
-	lism_optional_load(pin_path, entries, p, st);
+	lism_optional_load(pin_path, entries, info->ablated, p, st);
 	info->features_unrecorded = lism_features_write(pin_path, st) != 0;
 }
 
@@ -372,6 +392,8 @@ int lism_upgrade(const char *pin_path, struct lism_load_info *info, struct lism_
 	memset(info, 0, sizeof(*info));
 	err = lism_require_root(e);
 	if (!err)
+		err = read_ablate(info, e);
+	if (!err)
 		err = check_bpffs(pin_path, 0, &info->mounted_bpffs, e);
 	if (!err)
 		err = instance_of_this_layout(pin_path, &d, e);
@@ -385,7 +407,7 @@ int lism_upgrade(const char *pin_path, struct lism_load_info *info, struct lism_
 		return lism_pin_lock_fail(e, pin_path, lockfd);
 	}
 	lism_stop_signals_hold(&old_mask);
-	err = open_core(pin_path, d.capacity, &skel, e);
+	err = open_core(pin_path, d.capacity, info->ablated, &skel, e);
 	/* reuses every pinned map, or fails if one differs (then: unload, load) */
 	if (!err)
 		err = load_core(skel, "loading the new programs over the pinned maps", e);
@@ -473,6 +495,8 @@ int lism_load(const char *pin_path, const struct lism_load_cfg *cfg, struct lism
 	memset(info, 0, sizeof(*info));
 	err = lism_require_root(e);
 	if (!err)
+		err = read_ablate(info, e);
+	if (!err)
 		err = check_bpffs(pin_path, cfg->mount_bpffs, &info->mounted_bpffs, e);
 	if (!err)
 		err = find_cgroup(cfg->cgroup, info->cgroup, sizeof(info->cgroup), e);
@@ -523,7 +547,7 @@ int lism_load(const char *pin_path, const struct lism_load_cfg *cfg, struct lism
 	chmod(pin_path, 0700);
 	created = 1;
 
-	err = open_core(pin_path, cfg->max_dmbs, &skel, e);
+	err = open_core(pin_path, cfg->max_dmbs, info->ablated, &skel, e);
 	if (!err)
 		err = load_core(skel, "loading lism's BPF programs", e);
 	if (err)

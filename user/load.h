@@ -39,6 +39,7 @@ struct lism_load_cfg {
 	__u32 churn_window_ms;
 	int allow_blocking;
 	int no_churn_detect;  /* every connection may engage (include/lism/churn.h) */
+	int eager_senders;    /* sends run the data path from the handshake on (include/lism/sender.h) */
 	int mount_bpffs;      /* mount bpffs at /sys/fs/bpf if the pin path needs it */
 	int local_routes;     /* this node's pods and addresses from its routes (routes.h) */
 	int n_local_cidrs;
@@ -69,6 +70,7 @@ struct lism_load_info {
 	int features_unrecorded;    /* the features map could not be written: status will not say */
 	struct lism_feature_state features[LISM_F_MAX];
 	int stop_signal;            /* a SIGINT/SIGTERM/SIGHUP/SIGQUIT held off until it was whole, or 0 */
+	__u32 ablated;              /* LISM_ABLATE_* the bench switched off (LISM_ABLATE; lism/ablate.h) */
 };
 
 /* Load a new instance at @pin_path, which must be empty or missing. */

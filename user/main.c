@@ -19,8 +19,6 @@ int main(int argc, char **argv)
 		return ret;
 	}
 	lism_log_setup(o.c.verbose);
-	if (o.adaptive_senders)
-		lism_err("the adaptive sender rules were removed (docs/benchmarks.md); senders are eager");
 	switch (o.cmd) {
 	case LISM_CMD_LOAD:
 		return lism_cmd_load(&o.c, &o.load);

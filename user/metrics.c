@@ -66,12 +66,19 @@ void lism_metrics_write(FILE *f, const struct lism_snapshot *s, const char *vers
 		"DMBs the sweep released: their socket was freed and neither its close nor its destroy was seen.",
 		st[LISM_S_REAPED_GONE]);
 	counter(f, "lism_sweeps_total", "Full passes of the sweep over the DMB table.", st[LISM_S_SWEEPS]);
+	counter(f, "lism_senders_joined_total",
+		"Members whose sends joined the data path once data went both ways.", st[LISM_S_SENDERS_JOINED]);
+	counter(f, "lism_senders_one_way_total",
+		"Members that moved data one way only for long and stay on plain TCP.", st[LISM_S_SENDERS_ONE_WAY]);
 	counter(f, "lism_senders_send_limits_total",
 		"Members that stay on plain TCP because their send buffer (SO_SNDBUF below 128 KiB, or a "
 		"tcp_wmem maximum below 256 KiB) or "
 		"unsent-bytes limit (TCP_NOTSENT_LOWAT or the sysctl, below 256 KiB) is too small: through "
 		"the data path such a writer waits for ACKs.",
 		st[LISM_S_SENDERS_SEND_LIMITS]);
+	counter(f, "lism_sender_join_fails_total",
+		"Sender joins the kernel refused (socket no longer established) or that found the queue full.",
+		st[LISM_S_SENDER_JOIN_FAILS]);
 	counter(f, "lism_senders_left_total",
 		"Senders that went back to plain TCP because their peer was gone.",
 		st[LISM_S_SENDERS_LEFT]);

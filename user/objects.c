@@ -99,18 +99,21 @@ struct bpf_object *lism_object_open(const struct lism_object *o, const char *pin
 	return obj;
 }
 
-void lism_object_configure(struct bpf_object *obj, __u32 entries)
+int lism_object_configure(struct bpf_object *obj, __u32 entries, __u32 ablate)
 {
 	static const char *const per_dmb[] = {
-		"dmbs", "dmb_owner", "dmb_free", "shortcut", "senders", "sender_leaves",
+		"dmbs", "dmb_owner", "dmb_free", "shortcut", "senders", "sender_queue", "sender_leaves",
 	};
 	struct bpf_map *map;
+	int err;
 
 	for (size_t i = 0; i < sizeof(per_dmb) / sizeof(per_dmb[0]); i++) {
 		map = bpf_object__find_map_by_name(obj, per_dmb[i]);
 		if (map)
 			bpf_map__set_max_entries(map, entries);
 	}
+	err = lism_object_set_rodata(obj, "lism_ablate", &ablate, sizeof(ablate));
+	return err == -ENOENT && !ablate ? 0 : err;
 }
 
 int lism_object_set_rodata(struct bpf_object *obj, const char *var, const void *val, size_t size)

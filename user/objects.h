@@ -43,9 +43,10 @@ struct bpf_object *lism_object_open(const struct lism_object *o, const char *pin
 
 /*
  * Before load: the maps indexed by DMB slot get @entries (--max-dmbs at
- * load, the instance's capacity after), so that they match the pins.
+ * load, the instance's capacity after), so that they match the pins, and
+ * the programs the LISM_ABLATE_* bits of @ablate (lism/ablate.h).  0 or -errno.
  */
-void lism_object_configure(struct bpf_object *obj, __u32 entries);
+int lism_object_configure(struct bpf_object *obj, __u32 entries, __u32 ablate);
 
 /* Before load: the read-only global @var of @obj (a const volatile) gets @size bytes of @val. */
 int lism_object_set_rodata(struct bpf_object *obj, const char *var, const void *val, size_t size);

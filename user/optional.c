@@ -78,9 +78,9 @@ static int shortcut_prepare(struct bpf_object *obj, const char *pin_path)
 
 /*
  * The data path: lism_msg on the senders map (a socket joining it takes the
- * map's program with it; those already in keep theirs), the sender timer's
- * callback set by lism_sender_start (bpf/sender.bpf.h), then the device
- * flag that lets the handshake make members.  At an upgrade the new
+ * map's program with it; those already in keep theirs), the sender join
+ * timer's callback set by lism_sender_start (bpf/sender.bpf.h), then the
+ * device flag that lets the handshake make members.  At an upgrade the new
  * callback replaces the old one in place (bpf_timer_set_callback on a live
  * timer), so nothing queued is dropped.
  */
@@ -104,7 +104,7 @@ static int shortcut_start(struct bpf_object *obj, struct bpf_program *prog, cons
 	attached = 1;
 	err = lism_prog_run_once(bpf_program__fd(starter), &retval);
 	if (err || retval != 1) {
-		snprintf(why, len, "starting the sender timer failed: %s",
+		snprintf(why, len, "starting the sender join timer failed: %s",
 			 err ? strerror(-err) : "the kernel refused the timer");
 		err = err ? err : -EINVAL;
 		goto out;
@@ -130,7 +130,7 @@ out:
 
 /*
  * No new member joins; lism_msg leaves the senders map (its members keep
- * the program they joined with, and the sender timer its callback:
+ * the program they joined with, and the sender join timer its callback:
  * both work on the same maps until their connections end).
  */
 static void shortcut_remove(const char *pin_path)
@@ -356,7 +356,7 @@ static void remove_one(const struct optional *op, const char *pin_path)
 }
 
 /* One optional feature: 0 when it runs, else @st says why not. */
-static int load_one(const struct optional *op, const char *pin_path, __u32 entries,
+static int load_one(const struct optional *op, const char *pin_path, __u32 entries, __u32 ablate,
 		    struct lism_feature_state *st)
 {
 	struct lism_load_log log = { 0 };
@@ -372,8 +372,9 @@ static int load_one(const struct optional *op, const char *pin_path, __u32 entri
 		lism_feature_off(st, LISM_FC_ATTACH, "opening its object failed: %s", strerror(-err));
 		return err;
 	}
-	lism_object_configure(obj, entries);
-	err = op->prepare ? op->prepare(obj, pin_path) : 0;
+	err = lism_object_configure(obj, entries, ablate);
+	if (!err && op->prepare)
+		err = op->prepare(obj, pin_path);
 	if (!err)
 		err = lism_object_set_rodata(obj, "lism_test_reject", &reject, sizeof(reject));
 	if (err) {
@@ -420,7 +421,7 @@ out:
 	return err;
 }
 
-void lism_optional_load(const char *pin_path, __u32 entries, const struct lism_probe *probe,
+void lism_optional_load(const char *pin_path, __u32 entries, __u32 ablate, const struct lism_probe *probe,
 			struct lism_feature_state st[LISM_F_MAX])
 {
 	for (size_t i = 0; i < sizeof(optionals) / sizeof(optionals[0]); i++) {
@@ -437,17 +438,22 @@ void lism_optional_load(const char *pin_path, __u32 entries, const struct lism_p
 		 * build's program with it: an instance runs one build's programs or
 		 * none, and a feature recorded off is off.
 		 */
-		if (load_one(op, pin_path, entries, &st[op->feature]))
+		if (load_one(op, pin_path, entries, ablate, &st[op->feature]))
 			remove_one(op, pin_path);
 	}
 }
 
 void lism_probed_features(const struct lism_probe *probe, struct lism_feature_state st[LISM_F_MAX])
 {
+	static const enum lism_feature probed[] = { LISM_F_SEND_SIZES, LISM_F_BPF_STATS };
 	char missing[LISM_FEATURE_WHY_LEN];
 
-	if (lism_probe_missing(probe, LISM_F_BPF_STATS, missing, sizeof(missing)))
-		lism_feature_off(&st[LISM_F_BPF_STATS], LISM_FC_KERNEL, "the kernel lacks %s", missing);
-	else
-		lism_feature_on(&st[LISM_F_BPF_STATS]);
+	for (size_t i = 0; i < sizeof(probed) / sizeof(probed[0]); i++) {
+		enum lism_feature f = probed[i];
+
+		if (lism_probe_missing(probe, f, missing, sizeof(missing)))
+			lism_feature_off(&st[f], LISM_FC_KERNEL, "the kernel lacks %s", missing);
+		else
+			lism_feature_on(&st[f]);
+	}
 }

@@ -22,12 +22,12 @@ struct lism_probe;
  * replaces the program of the instance already there; one that cannot is
  * removed with what it set up (an instance runs one build's programs or
  * none, and a feature recorded off is off).  @entries: the instance's
- * capacity (lism_object_configure()).
+ * capacity and @ablate the bench's ablations (lism_object_configure()).
  */
-void lism_optional_load(const char *pin_path, __u32 entries, const struct lism_probe *probe,
+void lism_optional_load(const char *pin_path, __u32 entries, __u32 ablate, const struct lism_probe *probe,
 			struct lism_feature_state st[LISM_F_MAX]);
 
-/* The feature only the probe decides (BPF stats). */
+/* The features only the probe decides (send sizes, BPF stats). */
 void lism_probed_features(const struct lism_probe *probe, struct lism_feature_state st[LISM_F_MAX]);
 
 #endif

@@ -83,7 +83,7 @@ int lism_pin_map_id(const char *dir, const char *name, __u32 *id)
 static const char *const pin_names[] = {
 	"device", "usage", "dmbs", "dmb_owner", "dmb_free", "shortcut", "socks", "stats",
 	"reasons", "sizes", "scope", "ports", "churn", "events", "event_readers", "sweep",
-	"senders", "sender_leaves", "sender_join", "features", "exec_marks", "exec_listeners", "exec_lease",
+	"senders", "sender_queue", "sender_leaves", "sender_join", "features", "exec_marks", "exec_listeners", "exec_lease",
 	LISM_PIN_PROG_SOCKOPS, LISM_PIN_PROG_MSG, LISM_PIN_PROG_ITER, LISM_PIN_PROG_DESTROY,
 	LISM_PIN_PROG_SENDER, LISM_PIN_PROG_SWEEP, LISM_PIN_PROG_EXEC_SET, LISM_PIN_PROG_EXEC_GET,
 	LISM_PIN_LINK_SOCKOPS, LISM_PIN_LINK_DESTROY, LISM_PIN_LINK_EXEC_SET, LISM_PIN_LINK_EXEC_GET,

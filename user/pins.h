@@ -4,7 +4,7 @@
  *   DIR/<map name>      every map, with BTF (bpftool map dump pinned ...)
  *   DIR/prog_sockops    the handshake program
  *   DIR/prog_msg        the data path program
- *   DIR/prog_sender_start  the sender timer's program (its id shows which one runs)
+ *   DIR/prog_sender_start  the sender join timer's program (its id shows which one runs)
  *   DIR/link_sockops    the cgroup attachment
  * and each optional feature's, when it runs (DIR/features says which):
  *   DIR/prog_iter_socks the sockets iterator behind `lism conns`

@@ -28,7 +28,7 @@
  * test program: for them the kernel's BTF tells whether it knows the helper.
  */
 const struct lism_helper_req lism_helper_reqs[] = {
-	/* lism_sockops: the handshake */
+	/* lism_sockops: the handshake and the members' watch */
 	H(SOCK_OPS, map_lookup_elem, HANDSHAKE), H(SOCK_OPS, map_update_elem, HANDSHAKE),
 	H(SOCK_OPS, map_delete_elem, HANDSHAKE), H(SOCK_OPS, map_push_elem, HANDSHAKE),
 	H(SOCK_OPS, map_pop_elem, HANDSHAKE), H(SOCK_OPS, sk_storage_get, HANDSHAKE),
@@ -45,9 +45,9 @@ const struct lism_helper_req lism_helper_reqs[] = {
 	H(SK_MSG, sk_storage_get, DATA_PATH), H(SK_MSG, skc_to_tcp_sock, DATA_PATH),
 	H(SK_MSG, probe_read_kernel, DATA_PATH), H(SK_MSG, timer_start, DATA_PATH),
 	H(SK_MSG, msg_redirect_hash, DATA_PATH),
-	/* lism_sender_start and its timer callback: senders whose peer is gone leave the maps */
-	H(SCHED_CLS, map_lookup_elem, DATA_PATH), H(SCHED_CLS, map_delete_elem, DATA_PATH),
-	H(SCHED_CLS, map_pop_elem, DATA_PATH),
+	/* lism_sender_start and its timer callback: members join the senders map */
+	H(SCHED_CLS, map_lookup_elem, DATA_PATH), H(SCHED_CLS, map_update_elem, DATA_PATH),
+	H(SCHED_CLS, map_delete_elem, DATA_PATH), H(SCHED_CLS, map_pop_elem, DATA_PATH),
 	H(SCHED_CLS, timer_init, DATA_PATH),
 	H(SCHED_CLS, timer_set_callback, DATA_PATH), H(SCHED_CLS, timer_start, DATA_PATH),
 	H(SCHED_CLS, sk_storage_get, DATA_PATH), H(SCHED_CLS, sk_release, DATA_PATH),
@@ -93,6 +93,7 @@ static const struct {
 	const char *note;
 } notes[] = {
 	{ "sk_psock.msg_tot_len", "the sockmap FIONREAD fix: how full a peer's DMB is" },
+	{ "enum value BPF_SOCK_OPS_TSTAMP_SENDMSG_CB", "a sockops callback at each sendmsg (Linux 6.15)" },
 	{ "sock.sk_bpf_storage", "where lism conns finds a socket's lism state" },
 	{ "kernel.bpf_stats_enabled", "the kernel counts BPF run time while it is 1" },
 	{ "kernel BTF", "CO-RE, iterators, the backstop, kfuncs" },
@@ -365,6 +366,14 @@ int lism_probe_run(struct lism_probe *p)
 				       .features = 1u << h->feature, .have = -1 };
 
 		snprintf(r.name, sizeof(r.name), "helper %s (%s)", h->name, libbpf_bpf_prog_type_str(h->prog_type));
+		err = add(p, &r);
+	}
+	if (!err) { /* a constant the handshake compares s->op with: no relocation tells */
+		struct lism_kreq r = { .kind = LISM_KR_CORE, .features = 1u << LISM_F_SEND_SIZES, .have = -1,
+				       .core = { .kind = LISM_CORE_ENUMVAL,
+						 .enumval = "BPF_SOCK_OPS_TSTAMP_SENDMSG_CB" } };
+
+		lism_core_ref_format(&r.core, r.name, sizeof(r.name));
 		err = add(p, &r);
 	}
 	if (!err)

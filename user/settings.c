@@ -78,6 +78,7 @@ static int reconcile_device(const struct lism_load_cfg *o, const struct lism_ins
 		d.churn_window_ms = o->churn_window_ms;
 	}
 	apply_flag(&d, LISM_DEV_F_NO_CHURN_DETECT, o->no_churn_detect, "churn-detect off");
+	apply_flag(&d, LISM_DEV_F_EAGER_SENDERS, o->eager_senders, "senders eager");
 	apply_flag(&d, LISM_DEV_F_INCLUDE_PORTS, o->n_include_ports, "include-ports");
 	return lism_device_write(in, &d);
 }

@@ -3,8 +3,8 @@
  * An adopted instance and the settings of the lism run adopting it (a pod
  * restarted after a ConfigMap edit).  Rule: what the running instance can
  * change live is applied -- max-dmbs up to the table's size, churn
- * detection, the scope's prefixes, the excluded and included ports -- and
- * each change is said; what it cannot (the table's size, the
+ * detection, senders, the scope's prefixes, the excluded and included
+ * ports -- and each change is said; what it cannot (the table's size, the
  * DMB size, blocking sockets, the cgroup) is said and
  * named in @not_applied, for the lism_settings_not_applied metric.  It
  * never reloads: connections on the instance keep working.

@@ -87,9 +87,13 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "  peer not in the map", (unsigned long long)st[LISM_S_REDIRECT_MISS]);
 	fprintf(f, ROW, "ring pairs (lism exec)", (unsigned long long)st[LISM_S_RING_PAIRS]);
 	fprintf(f, "Senders (sends through the data path)\n");
+	fprintf(f, ROW, "joined (both ways, or bulk)", (unsigned long long)st[LISM_S_SENDERS_JOINED]);
+	fprintf(f, ROW, "one-way, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_ONE_WAY]);
 	fprintf(f, ROW, "small send limits, stay on TCP", (unsigned long long)st[LISM_S_SENDERS_SEND_LIMITS]);
+	fprintf(f, ROW, "joins refused or lost", (unsigned long long)st[LISM_S_SENDER_JOIN_FAILS]);
 	fprintf(f, ROW, "left (peer gone)", (unsigned long long)st[LISM_S_SENDERS_LEFT]);
 	fprintf(f, ROW, "  leaves refused (pair on, or queue)", (unsigned long long)st[LISM_S_SENDER_LEAVES_REFUSED]);
+	fprintf(f, ROW, "sends measured (bulk or not)", (unsigned long long)st[LISM_S_SEND_SIZE_CALLS]);
 	fprintf(f, "Shortcut send sizes\n");
 	for (unsigned int b = 0; b < LISM_HIST_BUCKETS; b++) {
 		lism_hist_label(b, label, sizeof(label));
@@ -119,9 +123,13 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 	add_u64(o, "reaped_orphans", st[LISM_S_REAPED_ORPHANS]);
 	add_u64(o, "reaped_gone", st[LISM_S_REAPED_GONE]);
 	add_u64(o, "sweeps", st[LISM_S_SWEEPS]);
+	add_u64(o, "senders_joined", st[LISM_S_SENDERS_JOINED]);
+	add_u64(o, "senders_one_way", st[LISM_S_SENDERS_ONE_WAY]);
 	add_u64(o, "senders_send_limits", st[LISM_S_SENDERS_SEND_LIMITS]);
+	add_u64(o, "sender_join_fails", st[LISM_S_SENDER_JOIN_FAILS]);
 	add_u64(o, "senders_left", st[LISM_S_SENDERS_LEFT]);
 	add_u64(o, "sender_leaves_refused", st[LISM_S_SENDER_LEAVES_REFUSED]);
+	add_u64(o, "send_size_calls", st[LISM_S_SEND_SIZE_CALLS]);
 	add_u64(o, "token_lost", st[LISM_S_TOKEN_LOST]);
 	add_u64(o, "short_conns", st[LISM_S_SHORT_CONNS]);
 	add_u64(o, "dmbs_in_use", s->usage.dmbs_in_use > 0 ? (__u64)s->usage.dmbs_in_use : 0);

@@ -7,6 +7,7 @@
 #include "event_types.h"
 #include "feature.h"
 #include "format.h"
+#include "lism/sender.h"
 #include "log.h"
 #include "reason.h"
 #include "status.h"
@@ -48,12 +49,20 @@ void lism_status_print(FILE *f, const char *pin_path, const struct lism_snapshot
 			"confirmed and their bytes stay on TCP (%llu ends)%s\n",
 			(unsigned long long)s->reasons[LISM_R_NO_DATA_PATH],
 			s->sender_sockets ? "; senders from before it went still run it" : "");
+	else if (s->dev.flags & LISM_DEV_F_EAGER_SENDERS)
+		fprintf(f, "  senders: eager (every member's sends run the data path from the handshake), %u now; "
+			"%llu on TCP by small send limits\n",
+			s->sender_sockets, (unsigned long long)s->stats[LISM_S_SENDERS_SEND_LIMITS]);
 	else
-		fprintf(f, "  senders: every member from the handshake, %u now; %llu on TCP by small send limits, "
-			"%llu left (peer gone; timer %s)\n", s->sender_sockets,
+		fprintf(f, "  senders: after %u data segments each way or bulk sends (timer %s), %u now; "
+			"%llu joined, %llu one-way on TCP, %llu on TCP by small send limits, %llu refused, "
+			"%llu left\n", LISM_SENDER_MIN_SEGS,
+			s->usage.sender_timer ? "ready" : "NOT READY: sends stay on TCP",
+			s->sender_sockets, (unsigned long long)s->stats[LISM_S_SENDERS_JOINED],
+			(unsigned long long)s->stats[LISM_S_SENDERS_ONE_WAY],
 			(unsigned long long)s->stats[LISM_S_SENDERS_SEND_LIMITS],
-			(unsigned long long)s->stats[LISM_S_SENDERS_LEFT],
-			s->usage.sender_timer ? "ready" : "NOT READY: they stay");
+			(unsigned long long)s->stats[LISM_S_SENDER_JOIN_FAILS],
+			(unsigned long long)s->stats[LISM_S_SENDERS_LEFT]);
 	/* whether each runs: the features map (the OFF lines below say why not) */
 	if (!lism_feature_enabled(&s->features[LISM_F_BACKSTOP]))
 		fprintf(f, "  backstop: OFF; ");
@@ -181,8 +190,13 @@ struct json_object *lism_status_json(const char *pin_path, const struct lism_sna
 	add_u64(o, "reaped_orphans", s->stats[LISM_S_REAPED_ORPHANS]);
 	add_u64(o, "reaped_gone", s->stats[LISM_S_REAPED_GONE]);
 	add_u64(o, "sweeps", s->stats[LISM_S_SWEEPS]);
+	json_object_object_add(o, "eager_senders",
+			       json_object_new_boolean(s->dev.flags & LISM_DEV_F_EAGER_SENDERS));
 	json_object_object_add(o, "sender_timer", json_object_new_boolean(s->usage.sender_timer));
+	add_u64(o, "senders_joined", s->stats[LISM_S_SENDERS_JOINED]);
+	add_u64(o, "senders_one_way", s->stats[LISM_S_SENDERS_ONE_WAY]);
 	add_u64(o, "senders_send_limits", s->stats[LISM_S_SENDERS_SEND_LIMITS]);
+	add_u64(o, "sender_join_fails", s->stats[LISM_S_SENDER_JOIN_FAILS]);
 	add_u64(o, "senders_left", s->stats[LISM_S_SENDERS_LEFT]);
 	add_u64(o, "sender_leaves_refused", s->stats[LISM_S_SENDER_LEAVES_REFUSED]);
 	json_object_object_add(o, "backstop", json_object_new_boolean(s->backstop));

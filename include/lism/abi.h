@@ -11,7 +11,7 @@
 #include "types.h"
 #include "cursor.h"
 
-#define LISM_LAYOUT_VERSION 16
+#define LISM_LAYOUT_VERSION 15
 #define LISM_DEVICE_NAME "loopback-ism"
 #define LISM_CHID 0xFFFF /* reserved for loopback-ism in SMC-D */
 
@@ -26,7 +26,7 @@
 #define LISM_DEV_F_INCLUDE_PORTS (1u << 1)  /* only server ports marked LISM_PORT_INCLUDE */
 /* (1u << 2): retired, --no-stream-detect (layout 14 removed stream detection) */
 #define LISM_DEV_F_NO_CHURN_DETECT (1u << 3) /* every connection may engage (churn.h off) */
-/* (1u << 4): retired, --eager-senders (layout 16: every member is a sender from the handshake) */
+#define LISM_DEV_F_EAGER_SENDERS (1u << 4) /* members become senders at the handshake (sender.h off) */
 /*
  * Switched off for a drain (unload, or `set active drain`),
  * not by choice: a daemon that adopts the instance switches it on again.
@@ -37,7 +37,7 @@
 #define LISM_DEV_F_DRAINING (1u << 5)
 /*
  * The data path runs (set by the loader once lism_msg is attached and the
- * sender timer has its callback): only then do members join the maps.
+ * sender join timer has its callback): only then do members join the maps.
  * Without it pairs are confirmed and stay on TCP (reason no-data-path).
  */
 #define LISM_DEV_F_DATA_PATH (1u << 6)
@@ -67,7 +67,7 @@ struct lism_device {
 struct lism_usage {
 	__s64 dmbs_in_use;
 	__s64 dmbs_hwm;    /* high-water mark of dmbs_in_use */
-	__u32 sender_timer; /* 1 once lism_sender_start set the sender timer's callback */
+	__u32 sender_timer; /* 1 once lism_sender_start set the sender join timer's callback */
 	__u32 pad0;
 };
 
@@ -157,28 +157,34 @@ struct lism_sk {
 	__u8 tx;             /* enum lism_tx */
 	__u8 flags;          /* LISM_SKF_* */
 	__u8 sent;           /* sends made, in churn units, saturating (churn.h) */
-	__u8 sender;         /* enum lism_sender: whether our sends run the data path */
+	__u8 sender;         /* enum lism_sender: whether our sends run the data path yet */
 	__u8 pad0;
-	__u64 unseen_base;   /* bytes it had written when its sends stayed off the data path (sender.h) */
+	__u64 unseen_base;   /* bytes it had written when its sends stopped being seen (sender.h) */
+	__u64 sizes_bytes;   /* bytes of its first sends as a member that were bulk (sender.h) */
+	__u32 sizes_seq;     /* write_seq after the last of them */
+	__u32 sizes_sends;   /* how many */
 };
 
 /* lism_sk.flags */
 #define LISM_SKF_ALLOW_BLOCKING (1u << 0) /* --allow-blocking was in force when it joined */
 /* (1u << 1): free since layout 14 */
 #define LISM_SKF_MODE_KNOWN (1u << 2) /* its blocking mode no longer needs watching (check_member_mode) */
-#define LISM_SKF_UNSEEN (1u << 3)     /* it sends bytes no program sees: counted when it stops sending */
-/* (1u << 4) to (1u << 6): free since layout 16 (the sender rules' send-size watch and bulk buffer) */
+#define LISM_SKF_UNSEEN (1u << 3)     /* it sent bytes no program saw: counted at its next send or close */
+#define LISM_SKF_SIZES_ON (1u << 4)   /* lism switched its per-sendmsg callback on (sender.h) */
+#define LISM_SKF_SIZES_DONE (1u << 5) /* its first sends were measured: the callback has nothing to do */
+#define LISM_SKF_BULK (1u << 6)       /* joins by its bulk sends: its send buffer is clamped at its next packet */
 
 /*
- * A member (in the shortcut map: others may redirect to it) is a sender
- * (in the senders map: its own sends run the data path) from the handshake
- * on, unless its send limits are too small (sender.h).
+ * A member (in the shortcut map: others may redirect to it) becomes a
+ * sender (in the senders map: its own sends run the data path) once data
+ * went both ways (sender.h), or at once with --eager-senders.
  */
 enum lism_sender {
 	LISM_SND_NONE = 0,   /* not a member */
-	/* 1, 2: retired (WATCH, QUEUED: the sender rules' late joins, until layout 16) */
+	LISM_SND_WATCH = 1,  /* member; its outgoing packets are watched for a reply pattern */
+	LISM_SND_QUEUED = 2, /* waits for the join timer (bpf/sender.bpf.h) */
 	LISM_SND_JOINED = 3, /* in the senders map */
-	LISM_SND_TCP = 4,    /* its sends stay plain TCP: small send limits, or it left */
+	LISM_SND_TCP = 4,    /* its sends stay plain TCP: one-way for long, or the join was refused */
 	LISM_SND_LEAVING = 5, /* its peer is gone: waits for the timer to take it out of the maps */
 };
 
@@ -293,6 +299,10 @@ enum lism_stat {
 	LISM_S_SHORT_CONNS,     /* confirmed connections whose active end closed having moved little (churn.h) */
 	LISM_S_REAPED_GONE,     /* DMBs the sweep released: their socket was freed and nothing saw it close */
 	LISM_S_SWEEPS,          /* full passes of the sweep over the DMB table */
+	LISM_S_SENDERS_JOINED,  /* members that became senders: data went both ways, or bulk sends */
+	LISM_S_SENDERS_ONE_WAY, /* members whose traffic stayed one-way for LISM_SENDER_WATCH_SEGS segments */
+	LISM_S_SENDER_JOIN_FAILS, /* joins the kernel refused (socket no longer established) or lost (queue full) */
+	LISM_S_SEND_SIZE_CALLS, /* per-sendmsg callbacks run (sender.h: at most LISM_SENDER_SIZE_SENDS per member) */
 	LISM_S_SENDERS_LEFT,    /* senders that left both maps: their peer was gone */
 	LISM_S_SENDER_LEAVES_REFUSED, /* leaves refused: its pair was still on, or its shortcut queue held bytes */
 	LISM_S_SENDERS_SEND_LIMITS, /* joins skipped: a send buffer (SO_SNDBUF, tcp_wmem max) or TCP_NOTSENT_LOWAT below LISM_SENDER_MIN_SEND_LIMIT */

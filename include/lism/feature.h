@@ -13,10 +13,11 @@
 
 enum lism_feature {
 	LISM_F_HANDSHAKE,  /* core: sockops, the TCP option, pairing by token */
-	LISM_F_DATA_PATH,  /* optional: the sk_msg redirect and the sender timer */
+	LISM_F_DATA_PATH,  /* optional: the sk_msg redirect and the sender join timer */
 	LISM_F_CONNS,      /* optional: the sockets iterator behind lism conns */
 	LISM_F_BACKSTOP,   /* optional: tp_btf/tcp_destroy_sock gives back entries of unseen closes */
 	LISM_F_SWEEP,      /* optional: a timer gives back entries of sockets freed unseen */
+	LISM_F_SEND_SIZES, /* optional: per-sendmsg callback, so bulk one-way writers join */
 	LISM_F_BPF_STATS,  /* optional: run time per program, as the kernel counts it */
 	LISM_F_EXEC,       /* optional: lism exec's socket options (cgroup sockopt programs) */
 	LISM_F_MAX

@@ -23,6 +23,7 @@
 #include "conns.h"
 #include "feature.h"
 #include "harness.h"
+#include "lism/sender.h"
 #include "traffic.h"
 #include "pins.h"
 #include "slow.h"
@@ -649,6 +650,26 @@ long wait_senders(const struct env *e, __u32 n, int timeout_ms)
 			return (long)n - s.sender_sockets;
 		usleep(5 * 1000);
 	}
+}
+
+void make_senders(const struct env *e, int c, int s)
+{
+	struct lism_snapshot before;
+
+	snap(e, &before);
+	/*
+	 * One-byte round trips, one segment each: both ends send the last one
+	 * with LISM_SENDER_MIN_SEGS data segments gone each way
+	 * (include/lism/sender.h).
+	 */
+	for (int i = 0; i <= LISM_SENDER_MIN_SEGS; i++) {
+		cr_assert_eq(send_all(c, 99, i, 1), 0);
+		cr_assert_eq(recv_check(s, 99, i, 1, 5000), 0);
+		cr_assert_eq(send_all(s, 98, i, 1), 0);
+		cr_assert_eq(recv_check(c, 98, i, 1, 5000), 0);
+	}
+	cr_assert_eq(wait_senders(e, before.sender_sockets + 2, 3000), 0,
+		     "the pair's ends did not become senders after %d round trips", LISM_SENDER_MIN_SEGS + 1);
 }
 
 const char *env_netns(struct env *e, const char *suffix)

@@ -17,6 +17,7 @@
 
 #include "device.h"
 #include "lism/feature.h"
+#include "lism/sender.h"
 
 struct env {
 	char name[64];
@@ -51,6 +52,14 @@ int kernel_has(enum lism_feature f);
 void needs(enum lism_feature f);
 
 /* Create the cgroup and load lism with extra `lism load` arguments. */
+/*
+ * Load arguments for tests that measure the shortcut itself (how much of a
+ * stream it carried): by default a one-way transfer never makes its writer a
+ * sender (include/lism/sender.h).  Tests of the default policy load without
+ * them.
+ */
+#define LISM_TEST_MEASURE "--eager-senders"
+
 void env_up(struct env *e, const char *load_args);
 /* Move this process into / out of the test cgroup (sockets made inside are under lism). */
 void env_enter(struct env *e);
@@ -108,6 +117,13 @@ int dmb_lookup(const struct env *e, __u64 token, struct lism_dmb *out);
 long wait_drained(const struct env *e, int timeout_ms);
 /* 0 once at least @n sockets are senders (the senders map), else how many are missing. */
 long wait_senders(const struct env *e, __u32 n, int timeout_ms);
+/*
+ * Round trips on a confirmed pair, so that both ends become senders
+ * (default policy): MAKE_SENDERS_BYTES bytes over TCP, counted as TCP bytes
+ * at each end's first send as a sender (or its close).
+ */
+#define MAKE_SENDERS_BYTES (2 * (LISM_SENDER_MIN_SEGS + 1))
+void make_senders(const struct env *e, int c, int s);
 
 /* A network namespace owned by the test (deleted by env_down). */
 const char *env_netns(struct env *e, const char *suffix);

@@ -48,7 +48,7 @@ TestSuite(degraded, .fini = down, .timeout = 120);
 static void up_without(const char *feature)
 {
 	setenv("LISM_TEST_REJECT", feature, 1);
-	env_up(&e, NULL);
+	env_up(&e, LISM_TEST_MEASURE); /* the checksummed stream below measures the shortcut itself */
 	unsetenv("LISM_TEST_REJECT");
 }
 
@@ -147,7 +147,7 @@ static void assert_core_carries(void)
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
 	if (dp)
-		cr_assert_eq(wait_senders(&e, 2, 3000), 0, "the pair's ends are not senders");
+		cr_assert_eq(wait_senders(&e, 2, 3000), 0, "the pair's ends are not senders (--eager-senders)");
 	snap(&e, &before);
 	pump(c, s, 2 << 20, 1 << 20, 65536, 7, 20000, &r);
 	cr_assert(r.ok, "%s", r.why);
@@ -464,11 +464,11 @@ Test(degraded, an_upgrade_without_the_data_path_keeps_the_pairs_it_carries)
 
 	require_root();
 	needs(LISM_F_DATA_PATH);
-	env_up(&e, NULL);
+	env_up(&e, LISM_TEST_MEASURE);
 	env_enter(&e);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &s);
 	env_leave(&e);
-	cr_assert_eq(wait_senders(&e, 2, 3000), 0, "the pair's ends are not senders");
+	cr_assert_eq(wait_senders(&e, 2, 3000), 0, "the pair's ends are not senders (--eager-senders)");
 	snprintf(cmd, sizeof(cmd), "LISM_TEST_REJECT=data_path \"$LISM_BIN\" load --upgrade --pin-path %s 2>&1",
 		 e.pin);
 	cr_assert_eq(sh_out(cmd, out, sizeof(out)), 0, "%s", out);

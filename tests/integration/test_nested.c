@@ -51,14 +51,14 @@ static void up(void)
 {
 	char args[PATH_MAX + 64], out[4096];
 
-	env_up(&outer, NULL);
+	env_up(&outer, LISM_TEST_MEASURE);
 	inner = outer;
 	inner.loaded = 0;
 	cr_assert_lt(snprintf(inner.cgroup, sizeof(inner.cgroup), "%.4000s/inner", outer.cgroup),
 		     (int)sizeof(inner.cgroup));
 	cr_assert_lt(snprintf(inner.pin, sizeof(inner.pin), "%.4000s-inner", outer.pin), (int)sizeof(inner.pin));
 	cr_assert_eq(mkdir(inner.cgroup, 0755), 0, "%s", strerror(errno));
-	snprintf(args, sizeof(args), "load --cgroup %s", inner.cgroup);
+	snprintf(args, sizeof(args), "load --cgroup %s " LISM_TEST_MEASURE, inner.cgroup);
 	cr_assert_eq(lism_out(&inner, args, out, sizeof(out)), 0, "%s", out);
 	inner.loaded = 1;
 }

@@ -156,7 +156,7 @@ Test(security, forged_syns_with_a_live_token_never_pair)
 	__u64 gid;
 
 	require_root();
-	env_up(&e, "--local-cidr 10.77.0.0/24");
+	env_up(&e, LISM_TEST_MEASURE " --local-cidr 10.77.0.0/24");
 	three_pods(&a, &b, &f);
 	env_enter(&e);
 	netns_switch(b);

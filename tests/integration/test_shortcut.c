@@ -28,6 +28,8 @@ static struct env e;
  */
 static int dp;
 
+#define MEASURE LISM_TEST_MEASURE
+
 static void up(const char *load_args)
 {
 	require_root();
@@ -90,7 +92,7 @@ static void one_connection(int family, const char *listen_addr, int cfamily, con
 	int port = 0, l, c, sv;
 	const __u64 n = 8u << 20;
 
-	up(NULL);
+	up(MEASURE);
 	l = tcp_listen(family, listen_addr, &port, 1);
 	c = tcp_connect(cfamily, caddr, port, 1);
 	sv = tcp_accept(l, 1, 5000);
@@ -138,7 +140,7 @@ Test(shortcut, an_applications_save_syn_stays)
 	socklen_t len = sizeof(a);
 	int two = 2, v = 0, l, c, sv;
 
-	up(NULL);
+	up(MEASURE);
 	l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	cr_assert_geq(l, 0);
 	cr_assert_eq(setsockopt(l, SOL_TCP, TCP_SAVE_SYN, &two, sizeof(two)), 0, "%s", strerror(errno));
@@ -167,7 +169,7 @@ Test(shortcut, gigabyte_both_directions_all_sizes)
 	int c, sv;
 
 	needs(LISM_F_DATA_PATH);
-	up(NULL);
+	up(MEASURE);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
 	pump(c, sv, each, each, 4u << 20, 7, 200000, &r);
@@ -191,7 +193,7 @@ Test(shortcut, small_dmb_carries_large_sends)
 	int c, sv;
 
 	needs(LISM_F_DATA_PATH);
-	up("--dmb-size 16K");
+	up(MEASURE " --dmb-size 16K");
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
 	cr_assert_eq(send_all(c, 5, 0, 100000), 0);
@@ -225,6 +227,7 @@ Test(shortcut, a_small_send_stream_the_reader_falls_behind_keeps_the_shortcut)
 	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
+	make_senders(&e, c, sv); /* a one-way stream alone would never make c a sender */
 	for (size_t i = 0; i < sizeof(buf); i++)
 		buf[i] = pattern_at(11, i);
 	snap(&e, &s0);
@@ -254,33 +257,33 @@ Test(shortcut, a_small_send_stream_the_reader_falls_behind_keeps_the_shortcut)
 	close(c);
 	close(sv);
 	assert_drained();
-	/* every byte is accounted, once */
+	/* every byte is accounted, also the warm-up's, sent before the ends were senders (at the close) */
 	snap(&e, &s2);
 	cr_assert_eq(s2.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES] +
 			     s2.stats[LISM_S_TCP_BYTES] - s0.stats[LISM_S_TCP_BYTES],
-		     (__u64)(SENDS + 2 * ROUNDS) * SEND, "shortcut %llu + TCP %llu bytes",
+		     (__u64)(SENDS + 2 * ROUNDS) * SEND + MAKE_SENDERS_BYTES, "shortcut %llu + TCP %llu bytes",
 		     (unsigned long long)(s2.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES]),
 		     (unsigned long long)(s2.stats[LISM_S_TCP_BYTES] - s0.stats[LISM_S_TCP_BYTES]));
 }
 
 /*
- * Every member is a sender from the handshake on (include/lism/sender.h),
- * before any byte: a one-way stream of small sends, one segment each, takes
- * the shortcut from its first send to its last, and no byte goes to TCP.
- * (The sender rules, removed with layout 16, kept such a writer on TCP.)
+ * By default a member's sends join the data path only once data went both
+ * ways (include/lism/sender.h).  A one-way stream of small sends stays plain
+ * TCP for good -- no sk_msg program on its path -- and every one of its
+ * bytes is still accounted, at its close, as TCP bytes of a paired socket.
  */
-Test(shortcut, a_one_way_stream_takes_the_shortcut_from_its_first_send)
+Test(shortcut, one_way_stream_never_makes_its_writer_a_sender)
 {
-	enum { SEND = 100, SENDS = 3072, BATCH = 64 };
+	enum { SEND = 100, SENDS = 3 * LISM_SENDER_WATCH_SEGS, BATCH = 64 };
 	struct lism_snapshot s;
 	int c, sv, one = 1;
 
 	needs(LISM_F_DATA_PATH);
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
 	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
-	snap(&e, &s);
-	cr_assert_eq(s.sender_sockets, 2, "not senders at the handshake");
+	/* one segment per send, so the writer passes the watch's bound */
 	cr_assert_eq(setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
 	for (int i = 0; i < SENDS; i += BATCH) {
 		for (int j = i; j < i + BATCH; j++)
@@ -289,17 +292,29 @@ Test(shortcut, a_one_way_stream_takes_the_shortcut_from_its_first_send)
 			     "stream bytes at send %d", i);
 	}
 	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_SC_BYTES], (__u64)SENDS * SEND, "%llu of %llu bytes took the shortcut",
-		     (unsigned long long)s.stats[LISM_S_SC_BYTES], (unsigned long long)SENDS * SEND);
-	cr_assert_eq(s.stats[LISM_S_TCP_MSGS], 0, "a send went to TCP");
+	cr_assert_eq(s.sender_sockets, 0, "a one-way stream made a sender");
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 0);
+	cr_assert_geq(s.stats[LISM_S_SENDERS_ONE_WAY], 1, "the writer was never found one-way");
+	cr_assert_eq(s.stats[LISM_S_SEND_SIZE_CALLS], LISM_SENDER_SIZE_SENDS,
+		     "%llu sendmsg callbacks: the size watch did not switch off after %d sends",
+		     (unsigned long long)s.stats[LISM_S_SEND_SIZE_CALLS], LISM_SENDER_SIZE_SENDS);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0);
+	cr_assert_eq(s.stats[LISM_S_TCP_MSGS], 0, "the sk_msg program ran for a member's send");
+	assert_confirmed(1); /* still a pair: its peer may be sent to through the shortcut */
 	close(c);
 	close(sv);
 	assert_drained();
 	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_TCP_BYTES], 0, "%llu TCP bytes accounted at the close",
-		     (unsigned long long)s.stats[LISM_S_TCP_BYTES]);
+	cr_assert_eq(s.stats[LISM_S_TCP_BYTES], (__u64)SENDS * SEND,
+		     "%llu TCP bytes accounted at the close, %llu sent",
+		     (unsigned long long)s.stats[LISM_S_TCP_BYTES], (unsigned long long)SENDS * SEND);
 }
 
+/*
+ * One-way bulk sends (here 128 KiB, like iperf3's) are measured at their
+ * first LISM_SENDER_SIZE_SENDS sendmsg() calls and make their writer a
+ * sender: the rest of the transfer takes the shortcut, in order.
+ */
 static int sndbuf_of(int fd)
 {
 	socklen_t len = sizeof(int);
@@ -322,33 +337,12 @@ static int sndbuf_for(int v)
 }
 
 /*
- * A pair whose client (@server 0) or accepted end (@server 1: set on the
- * listener, which it inherits) has @level/@opt at @val before the
- * handshake, where the send limits are checked.
- */
-static void pair_with_option(int server, int level, int opt, int val, int *c, int *sv)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int port = 0, l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
-	struct pollfd p;
-
-	a.sin_port = htons(port);
-	*c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0); /* non-blocking at connect(), as lism wants */
-	cr_assert_geq(*c, 0);
-	cr_assert_eq(setsockopt(server ? l : *c, level, opt, &val, sizeof(val)), 0, "%s", strerror(errno));
-	cr_assert(!connect(*c, (struct sockaddr *)&a, sizeof(a)) || errno == EINPROGRESS, "connect: %s",
-		  strerror(errno));
-	p = (struct pollfd){ .fd = *c, .events = POLLOUT };
-	cr_assert_eq(poll(&p, 1, 5000), 1, "connect did not complete");
-	*sv = tcp_accept(l, 1, 5000);
-	close(l);
-}
-
-/*
- * One-way bulk sends (here 128 KiB, like iperf3's) take the shortcut from
- * the first, in order, and lism sets no send buffer: @app_sndbuf, the
- * writer's SO_SNDBUF set by the application before it connects (0: none),
- * stays; the reader's buffer too.
+ * One-way bulk sends (here 128 KiB, like iperf3's) are measured at their
+ * first LISM_SENDER_SIZE_SENDS sendmsg() calls and make their writer a
+ * sender: the rest of the transfer takes the shortcut, in order.  Its send
+ * buffer is clamped (sender.h), so that on one CPU its TCP bytes do not
+ * hold it in SYNC; its reader's is not.  @app_sndbuf: the writer sets
+ * SO_SNDBUF itself first (0: not), which lism then leaves alone.
  */
 static void bulk_writer(int app_sndbuf)
 {
@@ -356,44 +350,51 @@ static void bulk_writer(int app_sndbuf)
 	struct lism_snapshot s;
 	int c, sv, reader_buf;
 
-	needs(LISM_F_DATA_PATH);
 	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	if (app_sndbuf)
-		pair_with_option(0, SOL_SOCKET, SO_SNDBUF, app_sndbuf, &c, &sv);
-	else
-		tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+		cr_assert_eq(setsockopt(c, SOL_SOCKET, SO_SNDBUF, &app_sndbuf, sizeof(app_sndbuf)), 0);
 	assert_confirmed(1);
 	reader_buf = sndbuf_of(sv);
 	for (int i = 0; i < SENDS; i++) {
 		cr_assert_eq(send_all(c, 24, (__u64)i * SEND, SEND), 0);
 		cr_assert_eq(recv_check(sv, 24, (__u64)i * SEND, SEND, 5000), 0, "send %d", i);
+		if (i == LISM_SENDER_SIZE_SENDS)
+			cr_assert_eq(wait_senders(&e, 1, 3000), 0, "bulk sends did not make a sender");
 	}
 	snap(&e, &s);
-	cr_assert_eq(s.sender_sockets, 2);
-	cr_assert_eq(s.stats[LISM_S_SC_BYTES], (__u64)SENDS * SEND, "only %llu bytes took the shortcut",
-		     (unsigned long long)s.stats[LISM_S_SC_BYTES]);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 1, "the writer, not its reader");
+	cr_assert_geq(s.stats[LISM_S_SC_BYTES], (__u64)(SENDS - 2 * LISM_SENDER_SIZE_SENDS) * SEND,
+		      "only %llu bytes took the shortcut", (unsigned long long)s.stats[LISM_S_SC_BYTES]);
 	if (app_sndbuf)
 		cr_assert_eq(sndbuf_of(c), sndbuf_for(app_sndbuf), "lism changed the send buffer the application set");
+	else
+		cr_assert_eq(sndbuf_of(c), sndbuf_for(LISM_SENDER_BULK_SNDBUF), "the bulk sender's send buffer: %d",
+			     sndbuf_of(c));
 	cr_assert_eq(sndbuf_of(sv), reader_buf, "the reader's send buffer changed");
 	close(c);
 	close(sv);
 	assert_drained();
 }
 
-Test(shortcut, one_way_bulk_sends_take_the_shortcut_from_the_first)
+Test(shortcut, one_way_bulk_sends_make_their_writer_a_sender)
 {
+	needs(LISM_F_DATA_PATH);
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
 	bulk_writer(0);
 }
 
 Test(shortcut, a_bulk_sender_keeps_the_send_buffer_its_application_set)
 {
+	needs(LISM_F_DATA_PATH);
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
 	bulk_writer(1 << 20);
 }
 
-/* One-way bulk sends from @c to @sv, every byte checked. */
+/* One-way bulk sends that would make @c a sender (sender.h), every byte checked. */
 static void bulk_sends(int c, int sv, int seed)
 {
-	enum { BULK = 128 << 10, BULKS = 32 };
+	enum { BULK = 128 << 10, BULKS = 2 * LISM_SENDER_SIZE_SENDS };
 
 	for (int i = 0; i < BULKS; i++) {
 		cr_assert_eq(send_all(c, seed, (__u64)i * BULK, BULK), 0);
@@ -402,26 +403,30 @@ static void bulk_sends(int c, int sv, int seed)
 }
 
 /*
- * An end whose send buffer holds fewer than LISM_SENDER_MIN_SNDBUF_SEGS
+ * A member whose send buffer holds fewer than LISM_SENDER_MIN_SNDBUF_SEGS
  * segments (SO_SNDBUF, or its namespace's tcp_wmem maximum), or whose
  * unsent-bytes limit (TCP_NOTSENT_LOWAT, or its namespace's sysctl) is
- * below that, never runs the data path (sender.h: through it such a writer
- * waits for ACKs that may not come soon): its bulk sends stay on TCP,
- * every byte counted when it shuts down.  Its peer is a sender all the
- * same, and sends to it through the shortcut.
+ * below that, never runs the data path (sender.h:
+ * through it such a writer waits for ACKs that may not come soon), whether
+ * it would join by bulk sends or because data went both ways; its peer
+ * still joins.
  */
 Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 {
-	enum { BYTES = 32 * (128 << 10), REPLY = 10000 };
+	enum { SMALL = 100, ROUNDS = 40 };
 	int c1, s1, c2, s2, c3, s3, c4, s4, c5, s5, sndbuf = 64 << 10, lowat = 16 << 10;
 	struct lism_snapshot s;
 
 	needs(LISM_F_DATA_PATH);
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
 	up(NULL);
-	pair_with_option(1, SOL_SOCKET, SO_SNDBUF, sndbuf, &c1, &s1); /* nginx's listen ... sndbuf=64k */
-	pair_with_option(0, SOL_SOCKET, SO_SNDBUF, sndbuf, &c2, &s2);
-	pair_with_option(0, IPPROTO_TCP, TCP_NOTSENT_LOWAT, lowat, &c3, &s3);
-	/* a namespace whose sysctl sets the limit for every socket: both ends */
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c1, &s1);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c3, &s3);
+	cr_assert_eq(setsockopt(c1, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+	cr_assert_eq(setsockopt(c2, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+	cr_assert_eq(setsockopt(c3, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat)), 0);
+	/* a namespace whose sysctl sets the limit for every socket */
 	netns_switch(env_netns(&e, "lowat"));
 	write_file("/proc/sys/net/ipv4/tcp_notsent_lowat", "16384"); /* the namespace goes with the test */
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c4, &s4);
@@ -431,39 +436,72 @@ Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c5, &s5);
 	netns_switch(NULL);
 	assert_confirmed(5);
-	cr_assert_lt(sndbuf_of(c2), (int)LISM_SENDER_MIN_SEND_LIMIT, "the test's buffer is not small");
-	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_SENDERS_SEND_LIMITS], 7, "ends kept off for small send limits: %llu of 7",
-		     (unsigned long long)s.stats[LISM_S_SENDERS_SEND_LIMITS]);
-	cr_assert_eq(stats_json_u64(&e, "senders_send_limits"), 7, "lism stats -j");
-	cr_assert_eq(s.sender_sockets, 3, "c1, s2, s3, the peers with TCP's own limits");
+	cr_assert_lt(sndbuf_of(c1), (int)LISM_SENDER_MIN_SEND_LIMIT, "the test's buffer is not small");
 
-	bulk_sends(s1, c1, 41);
-	bulk_sends(c2, s2, 42);
-	bulk_sends(c3, s3, 43);
-	bulk_sends(c4, s4, 44);
-	bulk_sends(c5, s5, 45);
+	bulk_sends(c1, s1, 41);
+	bulk_sends(c3, s3, 44);
+	bulk_sends(c4, s4, 45);
+	bulk_sends(c5, s5, 46);
+	/* request/response: data goes both ways, s2 joins, c2 would too */
+	for (int i = 0; i < ROUNDS; i++) {
+		cr_assert_eq(send_all(c2, 42, (__u64)i * SMALL, SMALL), 0);
+		cr_assert_eq(recv_check(s2, 42, (__u64)i * SMALL, SMALL, 5000), 0, "round %d", i);
+		cr_assert_eq(send_all(s2, 43, (__u64)i * SMALL, SMALL), 0);
+		cr_assert_eq(recv_check(c2, 43, (__u64)i * SMALL, SMALL, 5000), 0, "round %d", i);
+	}
+	cr_assert_eq(wait_senders(&e, 1, 3000), 0, "the peer with TCP's own limits did not join");
 	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0, "%llu bytes of writers with small send limits took the shortcut",
-		     (unsigned long long)s.stats[LISM_S_SC_BYTES]);
-	cr_assert_eq(s.stats[LISM_S_TCP_MSGS], 0, "the sk_msg program ran for a member's send");
-	/* their peers, senders, reach them through the shortcut */
-	cr_assert_eq(send_all(c1, 46, 0, REPLY), 0);
-	cr_assert_eq(recv_check(s1, 46, 0, REPLY, 5000), 0);
-	cr_assert_eq(send_all(s2, 47, 0, REPLY), 0);
-	cr_assert_eq(recv_check(c2, 47, 0, REPLY, 5000), 0);
-	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 2 * REPLY);
-	cr_assert_eq(sndbuf_of(c2), sndbuf_for(sndbuf), "lism changed the send buffer the application set");
-	assert_confirmed(5); /* still pairs: their ends may be sent to through the shortcut */
+	cr_assert_eq(s.stats[LISM_S_SENDERS_SEND_LIMITS], 5, "joins skipped for small send limits: %llu of 5",
+		     (unsigned long long)s.stats[LISM_S_SENDERS_SEND_LIMITS]);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 1, "a writer with small send limits joined");
+	cr_assert_eq(stats_json_u64(&e, "senders_send_limits"), 5, "lism stats -j");
+	cr_assert_eq(s.sender_sockets, 1);
+	cr_assert_eq(sndbuf_of(c1), sndbuf_for(sndbuf), "lism changed the send buffer the application set");
+	assert_confirmed(5); /* still pairs: their peers may be sent to through the shortcut */
 	int fds[] = { c1, s1, c2, s2, c3, s3, c4, s4, c5, s5 };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		close(fds[i]);
 	assert_drained();
+}
+
+/*
+ * A writer that corks (TCP_CORK, as nginx's tcp_nopush around a
+ * sendfile() response) holds its last partial segment back until it
+ * uncorks, so a join meanwhile would wait in SYNC behind it for the whole
+ * response: its bulk sends join only once it sends uncorked (sender.h).
+ */
+Test(shortcut, a_corked_bulk_writer_joins_only_once_it_uncorks)
+{
+	enum { BULK = 128 << 10, BULKS = 2 * LISM_SENDER_SIZE_SENDS };
+	int c, sv, on = 1, off = 0;
+	struct lism_snapshot s;
+
+	needs(LISM_F_DATA_PATH);
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	cr_assert_eq(setsockopt(c, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)), 0);
+	/* the reader reads each send after the next: the cork holds back less than a segment */
+	for (int i = 0; i < BULKS; i++) {
+		cr_assert_eq(send_all(c, 46, (__u64)i * BULK, BULK), 0, "send %d", i);
+		if (i)
+			cr_assert_eq(recv_check(sv, 46, (__u64)(i - 1) * BULK, BULK, 5000), 0, "send %d", i - 1);
+	}
+	usleep(100000); /* time for a join the timer would have made */
 	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_TCP_BYTES], 5ull * BYTES, "%llu TCP bytes accounted, %llu sent",
-		     (unsigned long long)s.stats[LISM_S_TCP_BYTES], 5ull * BYTES);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 0, "a corked writer joined");
+	cr_assert_eq(s.sender_sockets, 0);
+	cr_assert_eq(setsockopt(c, IPPROTO_TCP, TCP_CORK, &off, sizeof(off)), 0);
+	cr_assert_eq(recv_check(sv, 46, (__u64)(BULKS - 1) * BULK, BULK, 5000), 0, "the last corked send");
+	bulk_sends(c, sv, 47);
+	cr_assert_eq(wait_senders(&e, 1, 3000), 0, "uncorked bulk sends did not make a sender");
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 1);
+	close(c);
+	close(sv);
+	assert_drained();
 }
 
 enum { LAG = 128 << 10 };
@@ -483,45 +521,42 @@ static void lagging_reader(int c, int sv, __u64 *off, __u64 n)
 	}
 }
 
+
 /*
  * A one-way sender whose reader never catches up (it keeps TCP bytes
- * unread, as on one CPU after a DMB overflow; here its DMB is smaller than
- * what it leaves unread) sends over TCP through the data path for as long
- * as that lasts, and takes the shortcut again once the reader has read
- * everything: the pair stays, and no byte is lost or reordered.  (It used
- * to leave the maps after a GiB mostly on TCP, reason sync-stuck; removed
- * with layout 14, its ablation showed no gain.)
+ * unread, as on one CPU after a DMB overflow) sends over TCP through the
+ * data path for as long as that lasts, and takes the shortcut again once
+ * the reader has read everything: the pair stays, and no byte is lost or
+ * reordered.  (It used to leave the maps after a GiB mostly on TCP, reason
+ * sync-stuck; removed with layout 14, its ablation showed no gain.)
  */
 Test(shortcut, a_one_way_sender_whose_reader_lags_keeps_its_pair)
 {
-	struct lism_snapshot s0, s;
+	struct lism_snapshot s;
 	__u64 off = LAG;
 	int c, sv;
 
 	needs(LISM_F_DATA_PATH);
-	up("--dmb-size 64K");
+	needs(LISM_F_SEND_SIZES); /* bulk one-way writers join by their send sizes */
+	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
 	cr_assert_eq(send_all(c, 31, 0, LAG), 0);
-	lagging_reader(c, sv, &off, 2 * LAG); /* the DMB overflows: the direction goes to SYNC */
-	snap(&e, &s0);
-	cr_assert_gt(s0.stats[LISM_S_DMB_FULL], 0, "the reader's DMB never overflowed");
+	lagging_reader(c, sv, &off, (__u64)LISM_SENDER_SIZE_SENDS * LAG); /* bulk sends: it joins */
+	cr_assert_eq(wait_senders(&e, 1, 3000), 0, "bulk sends did not make a sender");
 	/* past the removed rule's 1 GiB window and 64 MiB run on TCP: a comeback of it fails here */
 	lagging_reader(c, sv, &off, (1u << 30) + (8u << 20));
 	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_SC_BYTES], s0.stats[LISM_S_SC_BYTES],
-		     "the reader never caught up: nothing could take the shortcut");
-	cr_assert_gt(s.stats[LISM_S_SYNC_HOLDS], s0.stats[LISM_S_SYNC_HOLDS],
-		     "the sender's sends did not run the data path");
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0, "the reader never caught up: nothing could take the shortcut");
+	cr_assert_gt(s.stats[LISM_S_SYNC_HOLDS], 0, "the sender's sends did not run the data path");
 	cr_assert_eq(s.stats[LISM_S_SENDERS_LEFT], 0);
-	cr_assert_eq(s.sender_sockets, 2, "the sender is no longer in the senders map");
+	cr_assert_eq(s.sender_sockets, 1, "the sender is no longer in the senders map");
 	assert_confirmed(1);
 	cr_assert_eq(recv_check(sv, 31, off - LAG, LAG, 5000), 0); /* caught up */
 	cr_assert_eq(send_all(c, 31, off, 1000), 0);
 	cr_assert_eq(recv_check(sv, 31, off, 1000, 5000), 0);
 	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_SC_BYTES] - s0.stats[LISM_S_SC_BYTES], 1000,
-		     "the direction did not get the shortcut back");
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 1000, "the direction did not get the shortcut back");
 	close(c);
 	close(sv);
 	assert_drained();
@@ -539,21 +574,21 @@ static void wait_left(__u64 n, struct lism_snapshot *s)
 		       (unsigned long long)n);
 }
 
-/* A pair whose accepted end is blocking before its first packet (its mode check finds it so). */
-static void pair_blocking_server(int *c, int *sv)
+/* An eager pair whose accepted end is blocking before its first packet (its mode check finds it so). */
+static void eager_pair_blocking_server(int *c, int *sv)
 {
-	up(NULL);
+	up("--eager-senders");
 	tcp_pair(AF_INET, "127.0.0.1", 1, c, sv);
 	set_nonblock(*sv, 0);
 	assert_confirmed(1);
 }
 
 /*
- * A sender whose peer left (here: a pair whose accepted end turned out
- * blocking, so it fell back once the sender had seen it blocking) leaves
- * both maps at its next send: nothing can be redirected to it any more,
- * and its sends would otherwise go to TCP through the data path for the
- * socket's life.  No new fallback: the pair was over already.
+ * A sender whose peer left (here: an eager pair whose accepted end turned
+ * out blocking, so it fell back once the sender had seen it blocking)
+ * leaves both maps at its next send: nothing can be redirected to it any
+ * more, and its sends would otherwise go to TCP through the data path for
+ * the socket's life.  No new fallback: the pair was over already.
  */
 Test(shortcut, a_sender_whose_peer_left_leaves_the_maps)
 {
@@ -562,7 +597,7 @@ Test(shortcut, a_sender_whose_peer_left_leaves_the_maps)
 	int c, sv;
 
 	needs(LISM_F_DATA_PATH);
-	pair_blocking_server(&c, &sv);
+	eager_pair_blocking_server(&c, &sv);
 	for (int i = 0; i < 50; i++, off += 1000) {
 		cr_assert_eq(send_all(c, 26, off, 1000), 0);
 		cr_assert_eq(recv_check(sv, 26, off, 1000, 5000), 0, "send %d", i);
@@ -596,7 +631,7 @@ Test(shortcut, a_sender_whose_peer_left_leaves_once_it_read_its_queue)
 	int c, sv;
 
 	needs(LISM_F_DATA_PATH);
-	pair_blocking_server(&c, &sv);
+	eager_pair_blocking_server(&c, &sv);
 	/* the accepted end sends first: through the shortcut, into c's queue, unread */
 	cr_assert_eq(send_all(sv, 27, 0, 1000), 0);
 	snap(&e, &s);
@@ -628,54 +663,133 @@ Test(shortcut, a_sender_whose_peer_left_leaves_once_it_read_its_queue)
 }
 
 /*
- * `--senders` and `set senders` are still taken: ConfigMaps in the field
- * carry them.  Senders are eager whatever they say; "adaptive", the rules
- * removed with layout 16, is said once on stderr, and lism goes on.
+ * Under the default policy both directions at once from the first byte:
+ * the ends become senders mid-transfer, while their earlier bytes are still
+ * in TCP, and nothing may overtake them (SYNC).
  */
-Test(shortcut, the_removed_sender_rules_are_said_and_senders_stay_eager)
+Test(shortcut, senders_join_mid_transfer_without_reordering)
 {
-	static const char warning[] =
-		"lism: the adaptive sender rules were removed (docs/benchmarks.md); senders are eager\n";
-	char out[4096], cmd[PATH_MAX * 2];
 	struct lism_snapshot s;
-	int c1, s1, c2, s2;
+	struct pump_result r;
+	int c, sv;
+	const __u64 n = 256u << 20;
 
 	needs(LISM_F_DATA_PATH);
-	up("--senders adaptive");
-	cr_assert_eq(strstr(e.load_out, warning) ? 1 : 0, 1, "%s", e.load_out);
+	up(NULL);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	pump(c, sv, n, n, 256 << 10, 22, 60000, &r);
+	cr_assert(r.ok, "%s", r.why);
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 2, "both ends joined");
+	cr_assert_eq(s.sender_sockets, 2);
+	cr_assert_gt(s.stats[LISM_S_SC_BYTES], 0, "nothing took the shortcut after the join");
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/* --eager-senders: every member is a sender from the handshake on (the data path measured). */
+Test(shortcut, eager_senders_join_at_the_handshake)
+{
+	struct lism_snapshot s;
+	int c, sv;
+
+	needs(LISM_F_DATA_PATH);
+	up("--eager-senders");
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	snap(&e, &s);
+	cr_assert_eq(s.sender_sockets, 2, "not senders at the handshake");
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 0, "eager joins are not late joins");
+	cr_assert_eq(send_all(c, 23, 0, 10000), 0);
+	cr_assert_eq(recv_check(sv, 23, 0, 10000, 5000), 0);
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 10000, "a one-way send did not take the shortcut");
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/*
+ * --eager-senders still keeps off a socket with small send limits
+ * (sender.h), here a send buffer an accepted socket inherits from its
+ * listener; its peer is a sender from the handshake as always.
+ */
+Test(shortcut, eager_senders_keep_a_socket_with_small_send_limits_off)
+{
+	int port = 0, l, c, sv, small = 64 << 10;
+	struct lism_snapshot s;
+
+	needs(LISM_F_DATA_PATH);
+	up("--eager-senders");
+	l = tcp_listen(AF_INET, "127.0.0.1", &port, 1);
+	cr_assert_eq(setsockopt(l, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	c = tcp_connect(AF_INET, "127.0.0.1", port, 1);
+	sv = tcp_accept(l, 1, 5000);
+	close(l);
+	assert_confirmed(1);
+	snap(&e, &s);
+	cr_assert_eq(s.sender_sockets, 1, "%u senders: the small buffer's socket joined, or its peer did not",
+		     s.sender_sockets);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_SEND_LIMITS], 1);
+	cr_assert_eq(send_all(sv, 48, 0, 10000), 0);
+	cr_assert_eq(recv_check(c, 48, 0, 10000, 5000), 0);
+	cr_assert_eq(send_all(c, 49, 0, 10000), 0);
+	cr_assert_eq(recv_check(sv, 49, 0, 10000, 5000), 0);
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 10000, "%llu bytes took the shortcut: only the client's may",
+		     (unsigned long long)s.stats[LISM_S_SC_BYTES]);
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/* `lism set senders` switches new connections, and leaves paired ones as they are. */
+Test(shortcut, set_senders_switches_new_connections)
+{
+	struct lism_snapshot s;
+	int c1, s1, c2, s2, c3, s3;
+
+	needs(LISM_F_DATA_PATH);
+	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c1, &s1);
 	assert_confirmed(1);
 	snap(&e, &s);
-	cr_assert_eq(s.sender_sockets, 2, "--senders adaptive: the pair's ends are not senders");
-	/* stderr alone: one line, the warning */
-	snprintf(cmd, sizeof(cmd), "\"$LISM_BIN\" set senders adaptive --pin-path %s 2>&1 >/dev/null", e.pin);
-	cr_assert_eq(sh_out(cmd, out, sizeof(out)), 0, "%s", out);
-	cr_assert_str_eq(out, warning);
-	cr_assert_eq(lism_out(&e, "set senders eager", out, sizeof(out)), 0, "%s", out);
-	cr_assert_null(strstr(out, "removed"), "%s", out);
-	cr_assert_not_null(strstr(out, "senders eager"), "%s", out);
-	cr_assert_neq(lism(&e, "set senders sometimes"), 0);
+	cr_assert_eq(s.sender_sockets, 0, "adaptive: members only at the handshake");
+	cr_assert_eq(lism(&e, "set senders eager"), 0);
+	snap(&e, &s);
+	cr_assert(s.dev.flags & LISM_DEV_F_EAGER_SENDERS);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c2, &s2);
 	assert_confirmed(2);
 	snap(&e, &s);
-	cr_assert_eq(s.sender_sockets, 4, "the new pair's ends are not senders at the handshake");
+	cr_assert_eq(s.sender_sockets, 2, "eager: the new pair's ends are senders at the handshake");
 	cr_assert_eq(send_all(c2, 24, 0, 5000), 0);
 	cr_assert_eq(recv_check(s2, 24, 0, 5000, 5000), 0);
 	cr_assert_eq(send_all(c1, 25, 0, 3000), 0);
 	cr_assert_eq(recv_check(s1, 25, 0, 3000, 5000), 0);
 	snap(&e, &s);
-	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 8000, "both pairs' one-way sends take the shortcut");
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 5000, "only the eager pair's one-way send takes the shortcut");
+	cr_assert_eq(lism(&e, "set senders adaptive"), 0);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c3, &s3);
+	assert_confirmed(3);
+	snap(&e, &s);
+	cr_assert_not(s.dev.flags & LISM_DEV_F_EAGER_SENDERS);
+	cr_assert_eq(s.sender_sockets, 2, "adaptive again: the third pair joined at its handshake");
+	cr_assert_neq(lism(&e, "set senders sometimes"), 0);
 	close(c1);
 	close(s1);
 	close(c2);
 	close(s2);
+	close(c3);
+	close(s3);
 	assert_drained();
 }
 
 /*
- * Bytes an end with small send limits sent over TCP, which no sk_msg run
- * saw, are accounted when it shuts down (it may never send again), in the
- * counters and in its own entry.
+ * Bytes a member sent over TCP before it became a sender, which no sk_msg
+ * run saw, are accounted when it shuts down (it may never send again), in
+ * the counters and in its own entry.
  */
 Test(shortcut, bytes_a_member_sent_unseen_are_accounted_at_shutdown)
 {
@@ -688,14 +802,14 @@ Test(shortcut, bytes_a_member_sent_unseen_are_accounted_at_shutdown)
 
 	needs(LISM_F_DATA_PATH);
 	up(NULL);
-	pair_with_option(0, SOL_SOCKET, SO_SNDBUF, 64 << 10, &c, &sv);
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
 	snap(&e, &s0);
-	cr_assert_eq(s0.sender_sockets, 1, "the writer with a small send buffer is a sender");
 	for (int i = 0; i < SENDS; i++)
 		cr_assert_eq(send_all(c, 21, (__u64)i * SEND, SEND), 0, "send %d", i);
 	cr_assert_eq(recv_check(sv, 21, 0, SENDS * SEND, 5000), 0);
 	snap(&e, &s1);
+	cr_assert_eq(s1.sender_sockets, 0, "one way: the writer is no sender");
 	cr_assert_eq(s1.stats[LISM_S_TCP_BYTES], s0.stats[LISM_S_TCP_BYTES], "a member's send was seen");
 	cr_assert_eq(shutdown(c, SHUT_WR), 0);
 	snap(&e, &s1);
@@ -937,7 +1051,7 @@ Test(shortcut, across_namespaces_on_a_bridge)
 {
 	const char *a, *b;
 
-	up("--local-cidr 10.77.0.0/24");
+	up(MEASURE " --local-cidr 10.77.0.0/24");
 	bridge_pods(&a, &b);
 	pods_stream(a, b, "10.77.0.2", 0, 0);
 }
@@ -947,7 +1061,7 @@ Test(shortcut, through_dnat_service_vip)
 {
 	const char *a, *b;
 
-	up("--local-cidr 10.77.0.0/24 --local-cidr 10.96.0.0/16");
+	up(MEASURE " --local-cidr 10.77.0.0/24 --local-cidr 10.96.0.0/16");
 	bridge_pods(&a, &b);
 	cr_assert_eq(sh("ip -n %s route add 10.96.0.0/16 dev eth0", a), 0);
 	cr_assert_eq(sh("ip netns exec %s iptables -t nat -A OUTPUT -p tcp -d 10.96.0.10 --dport 80 "
@@ -971,7 +1085,7 @@ static void handshake_race(int delay_ms)
 	int l, c, sv, port = 5000;
 	const __u64 early = 256u << 10;
 
-	up(NULL);
+	up(MEASURE);
 	ns = env_netns(&e, "race");
 	/* 2nd packet from the client is the handshake's pure ACK; with a delay, drop everything. */
 	cr_assert_eq(sh("ip netns exec %s iptables -A OUTPUT -o lo -p tcp --dport %d "
@@ -1018,8 +1132,9 @@ Test(shortcut, handshake_race_server_established_late)
 }
 
 /*
- * Many connections at once: each pairs with its own peer, each end a
- * sender from its handshake on.
+ * Many connections at once: each pairs with its own peer, and after a round
+ * trip each end becomes a sender (2000 joins through the timer's queue, 128
+ * per run).
  */
 Test(shortcut, thousand_concurrent_connections)
 {
@@ -1039,8 +1154,23 @@ Test(shortcut, thousand_concurrent_connections)
 	}
 	assert_confirmed(N);
 	snap(&e, &s);
-	cr_assert_eq(s.sender_sockets, 2 * N, "%u senders after the handshakes", s.sender_sockets);
-	cr_assert_eq(s.stats[LISM_S_SENDERS_SEND_LIMITS], 0);
+	cr_assert_eq(s.sender_sockets, 0, "senders before any reply");
+	/* one-byte messages both ways, one segment each, until both ends of every pair join */
+	for (int k = 0; k <= LISM_SENDER_MIN_SEGS; k++) {
+		for (int i = 0; i < N; i++) {
+			cr_assert_eq(send_all(c[i], 7, k, 1), 0);
+			cr_assert_eq(send_all(sv[i], 8, k, 1), 0);
+		}
+		for (int i = 0; i < N; i++) {
+			cr_assert_eq(recv_check(sv[i], 7, k, 1, 5000), 0);
+			cr_assert_eq(recv_check(c[i], 8, k, 1, 5000), 0);
+		}
+	}
+	cr_assert_eq(wait_senders(&e, 2 * N, 5000), 0, "not every end became a sender");
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 2 * N);
+	cr_assert_eq(s.stats[LISM_S_SENDER_JOIN_FAILS], 0);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES], 0, "the bytes that decided went over TCP");
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(send_all(c[i], i, 0, 1000 + i), 0);
 		cr_assert_eq(send_all(sv[i], i + N, 0, 700), 0);
@@ -1052,7 +1182,7 @@ Test(shortcut, thousand_concurrent_connections)
 	}
 	snap(&e, &s);
 	cr_assert_eq(s.stats[LISM_S_SC_BYTES], (__u64)N * 1700 + (__u64)N * (N - 1) / 2,
-		     "not every byte took the shortcut");
+		     "not every byte after the round trips took the shortcut");
 	for (int i = 0; i < N; i++) {
 		close(c[i]);
 		close(sv[i]);
@@ -1070,7 +1200,7 @@ Test(shortcut, twenty_thousand_short_connections)
 	int port = 0, l;
 
 	/* every connection must engage, senders included: this recycles DMB slots */
-	up("--no-churn-detect");
+	up("--no-churn-detect --eager-senders");
 	ns = env_netns(&e, "churn");
 	cr_assert_eq(sh("ip netns exec %s sysctl -qw net.ipv4.ip_local_port_range='1024 65000'", ns),
 		     0);
@@ -1156,6 +1286,7 @@ Test(shortcut, stalled_reader_bounds_memory)
 	up(NULL);
 	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
 	assert_confirmed(1);
+	make_senders(&e, c, sv); /* the writer's bytes go to the DMB first */
 	mem_before = tcp_mem_bytes();
 	sent = send_until_eagain(c, 5, chunk, limit);
 	cr_assert_lt(sent, limit, "1 GiB went into a reader that never reads");
@@ -1202,6 +1333,7 @@ Test(shortcut, a_reader_short_of_socket_memory_gets_tcp_not_enomem)
 	sv = tcp_accept(l, 1, 5000);
 	memcg_leave(&e);
 	assert_confirmed(1);
+	make_senders(&e, c, sv);
 	sent = send_until_eagain(c, 6, chunk, most); /* an ENOMEM fails here */
 	snap(&e, &s);
 	fprintf(stderr, "reader short of memory: %llu bytes until EAGAIN, %llu through the shortcut, "

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Ablations, for `make bench` only: LISM_ABLATE=bulk-sndbuf,... in the
+ * environment of the lism that loads switches those heuristics off in the
+ * programs it loads (the objects' read-only lism_ablate, so a heuristic
+ * left on costs nothing: the verifier drops the dead branch).  Each one's
+ * ablation row in docs/benchmarks.md is why it stays.  The heuristics with
+ * a setting of their own (churn detection, the sender rules)
+ * are ablated through it instead.
+ */
+#ifndef LISM_ABLATE_H
+#define LISM_ABLATE_H
+
+#define LISM_ABLATE_BULK_SNDBUF (1u << 0) /* a bulk joiner's SO_SNDBUF (sender.h) */
+
+#define LISM_ABLATE_NAMES "bulk-sndbuf"
+
+#endif
