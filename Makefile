@@ -285,6 +285,7 @@ image: deps all
 		$(BUILD)/image-root/proc $(BUILD)/image-root/sys $(BUILD)/image-root/dev \
 		$(BUILD)/image-root/tmp $(BUILD)/image-root/etc
 	$(Q)install -m 0755 $(BUILD)/lism $(BUILD)/image-root/usr/sbin/lism
+	$(Q)install -D -m 0644 $(BUILD)/liblism.so $(BUILD)/image-root/usr/lib/lism/liblism.so
 	$(Q)for lib in $$(ldd $(BUILD)/lism | awk '$$2 == "=>" && $$3 ~ /^\// { print $$3 } $$1 ~ /^\// { print $$1 }'); do \
 		cp -L --parents $$lib $(BUILD)/image-root/ || exit 1; \
 	done
@@ -304,13 +305,16 @@ push: image
 check-manifests: deps
 	$(Q)tests/manifests/run.sh $(BUILD)
 
+# lism host-wide, and lism exec's device for it (`lism device`, in the
+# background until lism is unloaded; its log in /run/lism/device.log).
 run: deps all
 	$(Q)if $(BUILD)/lism status >/dev/null 2>&1; then \
 		echo "lism is already loaded; its status:"; \
 	else \
 		$(BUILD)/lism load --mount-bpffs || exit $$?; \
 	fi; \
-	$(BUILD)/lism status
+	mkdir -p /run/lism && setsid $(BUILD)/lism device </dev/null >>/run/lism/device.log 2>&1 & \
+	sleep 0.5; $(BUILD)/lism status
 
 unit: $(BUILD)/tests/unit
 	$(Q)$(BUILD)/tests/unit --jobs 2

@@ -509,9 +509,11 @@ class Bench:
         if mode in LISM_MODES:
             run([lism_bin(mode), "load", "--pin-path", self.pin, "--cgroup", self.cg] + LISM_ARGS[mode],
                 env=lism_env(mode))
-            # the daemon adopts it, as on a node (its cost belongs in the numbers)
+            # the daemon adopts it, as on a node (its cost belongs in the numbers), with the same
+            # options: an adopting lism run applies its own, and without them it set every mode
+            # back to the defaults (every ablation before 2026-12-03 14:00 measured the default)
             self.daemon = subprocess.Popen([lism_bin(mode), "run", "--pin-path", self.pin, "--metrics-addr",
-                                            "127.0.0.1:%d" % (19435 + os.getpid() % 1000)],
+                                            "127.0.0.1:%d" % (19435 + os.getpid() % 1000)] + LISM_ARGS[mode],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=lism_env(mode))
         elif mode == "sockmap":
             self.baseline_load()

@@ -524,3 +524,19 @@ void lism_broker_stats(struct lism_broker *b, struct lism_broker_stats *out)
 	*out = b->st;
 	pthread_mutex_unlock(&b->lock);
 }
+
+int lism_device_answers(const char *socket_path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s, ok;
+
+	if (strlen(socket_path) >= sizeof(sa.sun_path))
+		return 0;
+	strcpy(sa.sun_path, socket_path);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return 0;
+	ok = !connect(s, (struct sockaddr *)&sa, sizeof(sa));
+	close(s);
+	return ok;
+}

@@ -38,4 +38,7 @@ void lism_broker_stop(struct lism_broker *b);
 
 void lism_broker_stats(struct lism_broker *b, struct lism_broker_stats *out);
 
+/* Whether a device answers at @socket_path (a connect succeeds). */
+int lism_device_answers(const char *socket_path);
+
 #endif

@@ -64,6 +64,8 @@ void lism_usage(FILE *f)
 		"           [load options] [--metrics-addr ADDR:PORT] [--unload-on-exit] [-j]\n"
 		"           [--device-socket PATH|none]  (lism exec's device, default " LISM_DEVICE_SOCKET ")\n"
 		"           [--log-events all|none|TYPE,...] [--log-interval SECONDS]\n"
+		"  device   lism exec's device alone, for a loaded instance, until it is unloaded\n"
+		"           [--device-socket PATH]  (make run starts it; lism run is a device too)\n"
 		"  exec     run a command with liblism preloaded: its connections to other programs\n"
 		"           under lism exec move their bytes through shared-memory rings\n"
 		"           [--device-socket PATH] [--] CMD [ARG]...\n"
@@ -648,6 +650,22 @@ static int exec_opt(struct lism_opts *o, int c, const char *arg, char *err, size
 	return 0;
 }
 
+static int device_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	(void)c; /* --device-socket, its only one */
+	if (arg[0] != '/' || strlen(arg) >= sizeof(o->device.device_socket))
+		return fail(err, errlen, "--device-socket: '%s' is not an absolute path of at most %zu bytes", arg,
+			    sizeof(o->device.device_socket) - 1);
+	strcpy(o->device.device_socket, arg);
+	return 0;
+}
+
+static void device_init(struct lism_opts *o)
+{
+	snprintf(o->device.device_socket, sizeof(o->device.device_socket), "%s",
+		 lism_device_path(getenv("LISM_DEVICE")));
+}
+
 /* lism exec's command: everything after the options (getopt stops at the first non-option). */
 static int exec_args(struct lism_opts *o, int n, char **args, char *err, size_t errlen)
 {
@@ -692,6 +710,7 @@ static const struct command {
 	{ "mount-bpffs", LISM_CMD_MOUNT_BPFFS, (const int[]){ OPT_SOFT, 0 }, mount_opt, NULL, NULL },
 	{ "probe", LISM_CMD_PROBE, (const int[]){ 'j', 0 }, NULL, NULL, NULL },
 	{ "exec", LISM_CMD_EXEC, (const int[]){ OPT_DEVICE_SOCKET, 0 }, exec_opt, exec_args, NULL },
+	{ "device", LISM_CMD_DEVICE, (const int[]){ OPT_DEVICE_SOCKET, 0 }, device_opt, NULL, device_init },
 	{ "help", LISM_CMD_HELP, (const int[]){ 0 }, NULL, NULL, NULL },
 	{ "version", LISM_CMD_VERSION, (const int[]){ 0 }, NULL, NULL, NULL },
 };

@@ -28,6 +28,7 @@ enum lism_cmd {
 	LISM_CMD_HELP,
 	LISM_CMD_VERSION,
 	LISM_CMD_EXEC,
+	LISM_CMD_DEVICE,
 };
 
 #define LISM_DEFAULT_METRICS_ADDR "127.0.0.1:19435"
@@ -116,6 +117,10 @@ struct lism_exec_opts {
 	char **argv;                              /* the command, NULL-terminated (main's argv) */
 };
 
+struct lism_device_opts {
+	char device_socket[LISM_DEVICE_PATH_MAX]; /* default: $LISM_DEVICE's rule (lism_device_path) */
+};
+
 struct lism_mount_opts {
 	int soft; /* a failure is said and exits 0 */
 };
@@ -134,6 +139,7 @@ struct lism_opts {
 		struct lism_set_opts set;
 		struct lism_mount_opts mount;
 		struct lism_exec_opts exec;
+		struct lism_device_opts device;
 	};
 };
 

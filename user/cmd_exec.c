@@ -11,10 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include "broker.h"
 #include "commands.h"
 #include "lism/exec.h"
 
@@ -55,20 +54,6 @@ static int find_library(char *out, size_t len)
 	return readable(out) ? 0 : -ENOENT;
 }
 
-static int device_answers(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int s, ok;
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return 0;
-	ok = !connect(s, (struct sockaddr *)&sa, sizeof(sa));
-	close(s);
-	return ok;
-}
-
 int lism_cmd_exec(const struct lism_common_opts *co, const struct lism_exec_opts *o)
 {
 	char lib[PATH_MAX], *preload;
@@ -84,7 +69,7 @@ int lism_cmd_exec(const struct lism_common_opts *co, const struct lism_exec_opts
 	if (o->device_socket[0] && setenv("LISM_DEVICE", o->device_socket, 1))
 		return LISM_EXIT_FAIL;
 	device = lism_device_path(getenv("LISM_DEVICE"));
-	if (!device_answers(device))
+	if (!lism_device_answers(device))
 		fprintf(stderr, "lism exec: no lism device answers at %s: connections stay on the kernel path "
 				"(reason exec-no-device); `lism run` serves one\n", device);
 	if (old && *old) {

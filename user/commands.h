@@ -23,6 +23,7 @@ int lism_cmd_set(const struct lism_common_opts *co, const struct lism_set_opts *
 int lism_cmd_mount_bpffs(const struct lism_common_opts *co, const struct lism_mount_opts *o);
 int lism_cmd_probe(const struct lism_common_opts *co);
 int lism_cmd_exec(const struct lism_common_opts *co, const struct lism_exec_opts *o);
+int lism_cmd_device(const struct lism_common_opts *co, const struct lism_device_opts *o);
 
 /*
  * What a load or an upgrade did, said the way lism load says it (lism run

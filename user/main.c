@@ -36,6 +36,8 @@ int main(int argc, char **argv)
 		return lism_cmd_run(&o.c, &o.run);
 	case LISM_CMD_SET:
 		return lism_cmd_set(&o.c, &o.set);
+	case LISM_CMD_DEVICE:
+		return lism_cmd_device(&o.c, &o.device);
 	case LISM_CMD_EXEC:
 		return lism_cmd_exec(&o.c, &o.exec);
 	case LISM_CMD_PROBE:

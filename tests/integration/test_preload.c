@@ -298,3 +298,35 @@ Test(preload, a_peer_without_the_library_stays_on_tcp_and_says_why)
 	/* a blocking client is declined at its connect, before the decision would say exec-peer-no-lib */
 	cr_assert_geq(s.reasons[LISM_R_EXEC_PEER_NO_LIB] + s.reasons[LISM_R_BLOCKING], 1);
 }
+
+/* `lism device` (what make run starts): a device for a loaded instance, until that instance is unloaded. */
+Test(preload, lism_device_serves_until_its_instance_is_unloaded)
+{
+	char cmd[PATH_MAX * 3], out[256], buf[512] = "", line[256] = "";
+	int fd, dfd, st;
+	pid_t pid, device;
+
+	paths();
+	env_up(&e, NULL);
+	env_enter(&e);
+	snprintf(cmd, sizeof(cmd), "exec %s device --pin-path %s --device-socket %s", bin, e.pin, e.device);
+	device = spawn_sh(cmd, &dfd);
+	cr_assert_gt(wait_output(dfd, buf, sizeof(buf), "serves at", 10000), 0, "%s", buf);
+	cr_assert(lism_device_answers(e.device));
+	snprintf(cmd, sizeof(cmd), "%s device --pin-path %s --device-socket %s", bin, e.pin, e.device);
+	cr_assert_eq(run_line(cmd, out, sizeof(out)), 0);
+	cr_assert(strstr(out, "already serves"), "a second one leaves the first alone: %s", out);
+	pid = serve("7509", &fd);
+	snprintf(cmd, sizeof(cmd), "%s exec -- %s send 7509 %llu", bin, peer, 1ull << 20);
+	cr_assert_eq(run_line(cmd, out, sizeof(out)), 0, "%s", out);
+	verdict(fd, pid, line, sizeof(line));
+	cr_assert_eq(strncmp(line, "OK", 2), 0, "%s", line);
+	cr_assert_eq(stat_now(LISM_S_RING_PAIRS), 1, "the pair took a ring through this device");
+	cr_assert_eq(lism(&e, "unload --timeout 2 --force"), 0);
+	e.loaded = 0;
+	cr_assert_gt(wait_output(dfd, buf, sizeof(buf), "the instance was unloaded", 5000), 0, "%s", buf);
+	waitpid(device, &st, 0);
+	close(dfd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_not(lism_device_answers(e.device), "its socket went with it");
+}
