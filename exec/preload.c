@@ -141,7 +141,12 @@ static struct fdent *ent_new(int state)
 	return e;
 }
 
-/* Drop a reference; the last one unmaps the ring (@fd: still open, or -1). */
+/*
+ * Drop a reference; the last one unmaps the ring.  @fd only from the close
+ * path (ent_drop), where the fd is still open: a call's reference may be
+ * the last only after a close on another thread, when the number may
+ * already name another file (-1 then).
+ */
 static void ent_put(struct fdent *e, int fd)
 {
 	if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL))
@@ -271,18 +276,18 @@ static struct lism_conn *ring_of(int fd, struct fdent **ep)
 		errno = ECONNRESET;
 		return NULL;
 	case FD_PENDING:
-		ent_put(e, fd);
+		ent_put(e, -1);
 		return NULL; /* still connecting: the kernel answers */
 	default:
-		ent_put(e, fd);
+		ent_put(e, -1);
 		ent_drop(fd); /* KERNEL for good */
 		return NULL;
 	}
 }
 
-static ssize_t answer(struct fdent *e, int fd, ssize_t r)
+static ssize_t answer(struct fdent *e, ssize_t r)
 {
-	ent_put(e, fd);
+	ent_put(e, -1);
 	if (r < 0) {
 		errno = (int)-r;
 		return -1;
@@ -298,10 +303,10 @@ static ssize_t answer(struct fdent *e, int fd, ssize_t r)
 		if (!e_)                                       \
 			return kernel;                         \
 		if (!c_) {                                     \
-			ent_put(e_, (fd));                     \
+			ent_put(e_, -1);                       \
 			return -1;                             \
 		}                                              \
-		return answer(e_, (fd), (call));               \
+		return answer(e_, (call));                    \
 	} while (0)
 
 /* ---- sockets made: marked, and looked at when they are used ---- */
@@ -521,9 +526,9 @@ EXPORT ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t n
 	struct lism_conn *c = ring_of(in, &e);
 
 	if (c)
-		return answer(e, in, splice_out(c, in, out, n, flags));
+		return answer(e, splice_out(c, in, out, n, flags));
 	if (e) {
-		ent_put(e, in);
+		ent_put(e, -1);
 		return -1;
 	}
 	ON_RING(out, REAL(splice)(in, off_in, out, off_out, n, flags), lism_conn_sendfile(c_, out, kernel_splice, &k, n));
@@ -596,7 +601,7 @@ static void nonblock_set(int fd, int on)
 		return;
 	if (e->state == FD_RING)
 		lism_conn_set_nonblock(e->conn, on);
-	ent_put(e, fd);
+	ent_put(e, -1);
 }
 
 EXPORT int fcntl(int fd, int cmd, ...)
@@ -642,7 +647,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 		if (c) {
 			int n = lism_conn_unread(c, fd);
 
-			ent_put(e, fd);
+			ent_put(e, -1);
 			if (n < 0) {
 				errno = -n;
 				return -1;
@@ -651,7 +656,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 			return 0;
 		}
 		if (e) {
-			ent_put(e, fd);
+			ent_put(e, -1);
 			return -1;
 		}
 	}
