@@ -95,7 +95,7 @@ static void lock(struct lism_conn *c, pthread_mutex_t *l)
 	/* its holder died (kill -9 after a fork): the private cursors may be half moved */
 	if (pthread_mutex_lock(l) == EOWNERDEAD) {
 		pthread_mutex_consistent(l);
-		c->flags |= LISM_CONN_ABORTED;
+		__atomic_or_fetch(&c->flags, LISM_CONN_ABORTED, __ATOMIC_RELEASE);
 	}
 }
 
@@ -134,17 +134,13 @@ int lism_conn_open(struct lism_exec_map *m, struct lism_conn **out)
 	return 0;
 }
 
+static int eat(struct lism_conn *c, int fd, __u64 n, int wait);
+
 void lism_conn_release(struct lism_conn *c, int fd)
 {
-	char junk[64];
-
 	/* a doorbell owed and here now would turn the close into a reset (unread data) */
 	if (fd >= 0 && c->map.rx.owed && !pthread_mutex_trylock(&c->rx_lock)) {
-		ssize_t n = sys_recv(fd, junk, c->map.rx.owed < sizeof(junk) ? c->map.rx.owed : sizeof(junk),
-				     MSG_DONTWAIT);
-
-		if (n > 0)
-			lism_ring_rx_ate(&c->map.rx, (__u64)n);
+		(void)eat(c, fd, c->map.rx.owed, 0);
 		pthread_mutex_unlock(&c->rx_lock);
 	}
 	lism_exec_detach(&c->map);
@@ -155,41 +151,28 @@ void lism_conn_abort(struct lism_conn *c, int fd)
 {
 	struct linger lg = { 1, 0 };
 
-	c->flags |= LISM_CONN_ABORTED;
+	__atomic_or_fetch(&c->flags, LISM_CONN_ABORTED, __ATOMIC_RELEASE);
 	lism_ring_tx_set_state(&c->map.tx, LISM_RING_ABORT);
 	syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	syscall(SYS_shutdown, fd, SHUT_RDWR); /* the peer's sleeping reader wakes */
 }
 
-/* Eat up to @n doorbells that are there now; -errno only for a broken connection. */
-static int eat(struct lism_conn *c, int fd, __u64 n)
+/*
+ * Eat up to @n doorbells that are there now, or (@wait) exactly @n, waiting
+ * for them (they were sent before what follows on TCP: a run's bytes).
+ * -errno only for a broken connection.
+ */
+static int eat(struct lism_conn *c, int fd, __u64 n, int wait)
 {
 	char buf[64];
 
 	while (n) {
-		ssize_t r = sys_recv(fd, buf, n < sizeof(buf) ? n : sizeof(buf), MSG_DONTWAIT);
+		ssize_t r = sys_recv(fd, buf, n < sizeof(buf) ? n : sizeof(buf), wait ? MSG_WAITALL : MSG_DONTWAIT);
 
-		if (r <= 0)
-			return r == -EAGAIN || r == 0 ? 0 : (int)r;
-		for (ssize_t i = 0; i < r; i++)
-			if (buf[i] != LISM_CONN_BELL)
-				return -EPROTO;
-		lism_ring_rx_ate(&c->map.rx, (__u64)r);
-		n -= (__u64)r;
-	}
-	return 0;
-}
-
-/* Eat exactly @n doorbells, waiting for them: they were sent before what follows on TCP. */
-static int eat_all(struct lism_conn *c, int fd, __u64 n)
-{
-	char buf[64];
-
-	while (n) {
-		ssize_t r = sys_recv(fd, buf, n < sizeof(buf) ? n : sizeof(buf), MSG_WAITALL);
-
-		if (r == -EINTR)
+		if (r == -EINTR && wait)
 			continue;
+		if (r <= 0 && !wait)
+			return r == -EAGAIN || r == 0 ? 0 : (int)r;
 		if (r <= 0)
 			return r ? (int)r : -EPROTO;
 		for (ssize_t i = 0; i < r; i++)
@@ -249,7 +232,7 @@ static int tcp_says(struct lism_conn *c, int fd)
 		return (int)seen;
 	}
 	/* only owed ones: another is the doorbell of bytes just published */
-	return eat(c, fd, c->map.rx.owed) ?: 1;
+	return eat(c, fd, c->map.rx.owed, 0) ?: 1;
 }
 
 /*
@@ -260,7 +243,13 @@ static int tcp_says(struct lism_conn *c, int fd)
 static int tcp_waits(struct lism_conn *c, int fd)
 {
 	char buf[64];
-	ssize_t seen = sys_recv(fd, buf, sizeof(buf), MSG_PEEK);
+	ssize_t seen;
+
+	/* not holding the lock asleep: a shutdown or a FIONREAD on another
+	 * thread goes on, and a process killed asleep leaves it consistent */
+	pthread_mutex_unlock(&c->rx_lock);
+	seen = sys_recv(fd, buf, sizeof(buf), MSG_PEEK);
+	lock(c, &c->rx_lock);
 
 	if (seen == 0)
 		return c->rx_err ?: -ENOTCONN;
@@ -270,15 +259,15 @@ static int tcp_waits(struct lism_conn *c, int fd)
 	}
 	if (seen < 0)
 		return (int)seen;
-	return eat(c, fd, c->map.rx.owed) ?: 1;
+	return eat(c, fd, c->map.rx.owed, 0) ?: 1;
 }
 
-/* At most @max bytes of the iovecs, in @out. */
-static int iov_cap(const struct iovec *iov, int iovcnt, size_t max, struct iovec *out)
+/* At most @max bytes of the iovecs, in at most @outmax entries of @out. */
+static int iov_cap(const struct iovec *iov, int iovcnt, size_t max, struct iovec *out, int outmax)
 {
 	int k = 0;
 
-	for (int i = 0; i < iovcnt && max; i++, k++) {
+	for (int i = 0; i < iovcnt && max && k < outmax; i++, k++) {
 		out[k] = iov[i];
 		if (out[k].iov_len > max)
 			out[k].iov_len = max;
@@ -302,14 +291,14 @@ static ssize_t recv_run(struct lism_conn *c, int fd, const struct iovec *iov, in
 	int err;
 
 	if (rx->eaten < rx->run_bells) {
-		err = eat_all(c, fd, rx->run_bells - rx->eaten); /* sent before the run: here or coming */
+		err = eat(c, fd, rx->run_bells - rx->eaten, 1); /* sent before the run: here or coming */
 		if (err)
 			return err;
 	}
 	left = lism_ring_run_left(rx, &final);
 	if (left <= 0)
 		return left;
-	m.msg_iovlen = (size_t)iov_cap(iov, iovcnt, (size_t)left, capped);
+	m.msg_iovlen = (size_t)iov_cap(iov, iovcnt, (size_t)left, capped, 64);
 	if (final || (flags & MSG_PEEK)) {
 		r = sys_recvmsg(fd, &m, (flags & MSG_PEEK) | MSG_DONTWAIT);
 		if (r > 0 && (flags & MSG_PEEK))
@@ -364,12 +353,13 @@ ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int
 				continue; /* the run is over: the ring again */
 		} else if (r > 0 && !peek) {
 			if (c->map.rx.owed) {
-				int err = eat(c, fd, c->map.rx.owed);
+				int err = eat(c, fd, c->map.rx.owed, 0);
 
-				if (err) {
-					r = rx_fail(c, fd, err);
-					break;
-				}
+				/* the bytes are read: they are returned, the error said after */
+				if (err == -EPROTO)
+					rx_fail(c, fd, err);
+				else if (err)
+					c->rx_err = err;
 			}
 			/* room freed: a writer sleeping for it wakes */
 			if (lism_ring_rx_ring(&c->map.rx))
@@ -378,7 +368,9 @@ ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int
 		if (r > 0) {
 			idle = 0;
 			got += (size_t)r;
-			if (!(flags & MSG_WAITALL) || peek)
+			/* on, while more is there now (the ring past a run, a run past the
+			 * ring): a short read means drained to an edge-triggered reader */
+			if (peek)
 				break;
 			continue;
 		}
@@ -504,7 +496,7 @@ static ssize_t send_run(struct lism_conn *c, int fd, const struct iovec *iov, in
 	if (flags & MSG_OOB)
 		n -= n > 0; /* the urgent byte leaves the stream */
 	lism_ring_tx_run_add(&c->map.tx, n);
-	r = sys_sendmsg(fd, &m, flags);
+	r = sys_sendmsg(fd, &m, flags | MSG_NOSIGNAL); /* SIGPIPE is raised once, by lism_conn_send */
 	lism_ring_tx_run_add(&c->map.tx, (r > 0 ? (__s64)r - ((flags & MSG_OOB) && r > 0) : 0) - n);
 	return r;
 }
@@ -589,10 +581,9 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 		if (nb < 0)
 			nb = nonblocking(c, fd, flags);
 		if (nb) {
-			if (put)
-				break;
-			/* a full ring and a writable socket would spin an EPOLLOUT waiter:
-			 * TCP's back-pressure instead, in a run */
+			/* a full ring and a writable socket would spin an EPOLLOUT waiter,
+			 * and a short count would leave an edge-triggered one waiting for
+			 * an edge that never comes: TCP's back-pressure instead, in a run */
 			r = lism_ring_tx_run_start(&c->map.tx);
 			if (r)
 				break;
@@ -614,12 +605,16 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 		}
 		if (lism_ring_tx_arm(&c->map.tx)) {
 			struct timespec ts = { 0, LISM_CONN_LIVENESS_MS * 1000000L };
+			long slept;
 
-			if (syscall(SYS_futex, &c->map.tx.dir->prod.writer_waits, FUTEX_WAIT, 1, &ts, NULL, 0) &&
-			    errno == EINTR && !signals_restart()) {
+			pthread_mutex_unlock(&c->tx_lock); /* as tcp_waits */
+			slept = syscall(SYS_futex, &c->map.tx.dir->prod.writer_waits, FUTEX_WAIT, 1, &ts, NULL, 0);
+			if (slept && errno == EINTR && !signals_restart()) {
+				lock(c, &c->tx_lock);
 				r = -EINTR;
 				break;
 			}
+			lock(c, &c->tx_lock);
 		}
 	}
 out:
@@ -633,11 +628,8 @@ out:
 
 int lism_conn_shutdown(struct lism_conn *c, int fd, int how)
 {
-	if (how == SHUT_RD || how == SHUT_RDWR) {
-		lock(c, &c->rx_lock);
-		c->flags |= LISM_CONN_RD_SHUT;
-		pthread_mutex_unlock(&c->rx_lock);
-	}
+	if (how == SHUT_RD || how == SHUT_RDWR)
+		__atomic_or_fetch(&c->flags, LISM_CONN_RD_SHUT, __ATOMIC_RELEASE); /* a blocked reader wakes at the FIN below */
 	if (how == SHUT_WR || how == SHUT_RDWR) {
 		lock(c, &c->tx_lock);
 		lism_ring_tx_set_state(&c->map.tx, LISM_RING_DONE_WRITING); /* before the FIN: a reader that sees it sees this */

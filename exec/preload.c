@@ -382,15 +382,24 @@ EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	ON_RING(fd, REAL(readv)(fd, iov, iovcnt), lism_conn_recv(c_, fd, iov, iovcnt, 0));
 }
 
+static ssize_t recvfrom_ring(struct lism_conn *c, int fd, const struct iovec *v, int flags, struct sockaddr *sa,
+			     socklen_t *len)
+{
+	ssize_t r = lism_conn_recv(c, fd, v, 1, flags);
+
+	(void)sa;
+	if (r >= 0 && len)
+		*len = 0; /* TCP names no source */
+	return r;
+}
+
 EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa, socklen_t *len)
 {
 	struct iovec v = { buf, n };
 
 	if (flags & (MSG_OOB | MSG_ERRQUEUE | MSG_TRUNC))
 		return REAL(recvfrom)(fd, buf, n, flags, sa, len);
-	if (sa && len)
-		*len = 0; /* TCP names no source */
-	ON_RING(fd, REAL(recvfrom)(fd, buf, n, flags, sa, len), lism_conn_recv(c_, fd, &v, 1, flags));
+	ON_RING(fd, REAL(recvfrom)(fd, buf, n, flags, sa, len), recvfrom_ring(c_, fd, &v, flags, sa, len));
 }
 
 EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
@@ -558,7 +567,12 @@ EXPORT int dup(int fd)
 
 EXPORT int dup2(int from, int to)
 {
-	int r = REAL(dup2)(from, to);
+	int r;
+
+	/* the kernel closes @to: owed doorbells eaten first, or the close is a reset */
+	if (from != to && REAL(fcntl)(from, F_GETFD) >= 0)
+		ent_drop(to);
+	r = REAL(dup2)(from, to);
 
 	if (r >= 0 && from != to)
 		ent_dup(from, to);
@@ -567,7 +581,11 @@ EXPORT int dup2(int from, int to)
 
 EXPORT int dup3(int from, int to, int flags)
 {
-	int r = REAL(dup3)(from, to, flags);
+	int r;
+
+	if (from != to && REAL(fcntl)(from, F_GETFD) >= 0)
+		ent_drop(to); /* as dup2 */
+	r = REAL(dup3)(from, to, flags);
 
 	if (r >= 0)
 		ent_dup(from, to);

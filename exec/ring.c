@@ -398,8 +398,11 @@ bool lism_ring_tx_run_end(struct lism_ring_tx *tx)
 {
 	if (!tx->in_run)
 		return true;
-	if (load_used(tx) != 0)
-		return false; /* the reader has not reached the run: it may still be far from its end */
+	/* the reader has read the ring up to the run, and counted it (it
+	 * stores its cursor before it subtracts: a ring write before that
+	 * would find the count above 0 and ring no doorbell) */
+	if (load_used(tx) != 0 || LOAD(&tx->dir->prod.unread) > 0)
+		return false;
 	STORE(&tx->dir->run[(tx->runs - 1) % LISM_RING_RUNS].ended, 1);
 	tx->in_run = false;
 	return true;

@@ -122,20 +122,29 @@ static unsigned long long field(const char *line, const char *name)
 	return strtoull(p + strlen(name), NULL, 10);
 }
 
-Test(preload, ten_gib_checksummed_through_a_ring_with_only_doorbells_on_tcp)
+/* @total bytes from a sender to a server, both under lism exec: the server's verdict line in @line. */
+static void stream(int port, unsigned long long total, int nonblock, char *line, size_t len)
 {
-	unsigned long long total = 10ull << 30;
-	char cmd[PATH_MAX * 3], out[256], line[256] = "";
+	char cmd[PATH_MAX * 3], out[256], args[32];
 	int fd;
 	pid_t pid;
 
 	up();
-	pid = serve("7501", &fd);
-	snprintf(cmd, sizeof(cmd), "%s exec -- %s send 7501 %llu", bin, peer, total);
+	snprintf(args, sizeof(args), "%d%s", port, nonblock ? " nonblock" : "");
+	pid = serve(args, &fd);
+	snprintf(cmd, sizeof(cmd), "%s exec -- %s send %d %llu%s", bin, peer, port, total, nonblock ? " nonblock" : "");
 	cr_assert_eq(run_line(cmd, out, sizeof(out)), 0, "the sender: %s", out);
-	verdict(fd, pid, line, sizeof(line));
+	verdict(fd, pid, line, len);
 	cr_assert_eq(strncmp(line, "OK", 2), 0, "%s", line);
 	cr_assert_eq(field(line, "bytes "), total);
+}
+
+Test(preload, ten_gib_checksummed_through_a_ring_with_only_doorbells_on_tcp)
+{
+	unsigned long long total = 10ull << 30;
+	char line[256] = "";
+
+	stream(7501, total, 0, line, sizeof(line));
 	cr_assert_lt(field(line, "tcp "), total / 1000, "TCP carried more than doorbells: %s", line);
 	cr_assert_eq(stat_now(LISM_S_RING_PAIRS), 1);
 }
@@ -143,17 +152,9 @@ Test(preload, ten_gib_checksummed_through_a_ring_with_only_doorbells_on_tcp)
 Test(preload, a_nonblocking_writer_and_an_edge_triggered_reader_keep_the_stream)
 {
 	unsigned long long total = 1ull << 30;
-	char cmd[PATH_MAX * 3], out[256], line[256] = "";
-	int fd;
-	pid_t pid;
+	char line[256] = "";
 
-	up();
-	pid = serve("7502 nonblock", &fd);
-	snprintf(cmd, sizeof(cmd), "%s exec -- %s send 7502 %llu nonblock", bin, peer, total);
-	cr_assert_eq(run_line(cmd, out, sizeof(out)), 0, "the sender: %s", out);
-	verdict(fd, pid, line, sizeof(line));
-	cr_assert_eq(strncmp(line, "OK", 2), 0, "%s", line);
-	cr_assert_eq(field(line, "bytes "), total);
+	stream(7502, total, 1, line, sizeof(line));
 	cr_assert_lt(field(line, "tcp "), total, "not everything went through TCP: %s", line);
 }
 
@@ -329,4 +330,22 @@ Test(preload, lism_device_serves_until_its_instance_is_unloaded)
 	close(dfd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	cr_assert_not(lism_device_answers(e.device), "its socket went with it");
+}
+
+/* liblism touches no other socket: a UDP echo under lism exec answers where the datagram came from. */
+Test(preload, a_udp_echo_under_lism_exec_answers_its_sender)
+{
+	char cmd[PATH_MAX * 3], out[256];
+
+	up();
+	snprintf(cmd, sizeof(cmd),
+		 "%s exec -- python3 -c \"import socket\n"
+		 "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0))\n"
+		 "c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); c.settimeout(5)\n"
+		 "c.sendto(b'ping', s.getsockname())\n"
+		 "d, a = s.recvfrom(100); s.sendto(d + b'-pong', a)\n"
+		 "print(c.recv(100).decode())\"",
+		 bin);
+	cr_assert_eq(run_line(cmd, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "ping-pong\n");
 }

@@ -377,6 +377,22 @@ Test(conn, rcvtimeo_ends_a_blocked_recv)
 	cpair_close(&p);
 }
 
+/* A read that fills part of its buffer from the ring goes on into a run
+ * whose bytes are there: an edge-triggered reader takes a short read as
+ * "drained" and waits for an edge that would never come. */
+Test(conn, one_read_goes_from_the_ring_into_a_run)
+{
+	struct cpair p;
+	char buf[64] = { 0 };
+
+	cpair_open(&p, 8);
+	cr_assert_eq(csend(&p, 0, "0123456789", 10, MSG_DONTWAIT), 10, "a full ring goes on in a run, no short count");
+	cr_assert(p.c[0]->map.tx.in_run);
+	cr_assert_eq(crecv(&p, 1, buf, 64, 0), 10);
+	cr_assert_eq(memcmp(buf, "0123456789", 10), 0);
+	cpair_close(&p);
+}
+
 /* A run through TCP between ring bytes: the stream keeps its order, and a peek at a run sees its bytes. */
 Test(conn, a_run_keeps_the_stream_in_order)
 {
@@ -390,13 +406,42 @@ Test(conn, a_run_keeps_the_stream_in_order)
 	cr_assert_eq(crecv(&p, 1, buf, 4, 0), 4);
 	cr_assert_eq(memcmp(buf, "0123", 4), 0);
 	cr_assert_eq(csend(&p, 0, "def", 3, MSG_DONTWAIT), 3, "still in the run: the reader has not reached it");
-	cr_assert_eq(crecv(&p, 1, buf, 64, 0), 4, "the ring up to the run");
+	cr_assert_eq(crecv(&p, 1, buf, 4, 0), 4, "the ring up to the run");
 	cr_assert_eq(memcmp(buf, "4567", 4), 0);
-	cr_assert_eq(crecv(&p, 1, buf, 2, MSG_PEEK), 2);
+	cr_assert_eq(crecv(&p, 1, buf, 2, MSG_PEEK), 2, "a peek at the run");
 	cr_assert_eq(memcmp(buf, "ab", 2), 0);
-	cr_assert_eq(csend(&p, 0, "XY", 2, 0), 2, "the reader reached the run: back to the ring");
+	cr_assert_eq(crecv(&p, 1, buf, 64, 0), 6, "the run, as far as it went");
+	cr_assert_eq(memcmp(buf, "abcdef", 6), 0);
+	cr_assert_eq(csend(&p, 0, "XY", 2, 0), 2, "the reader read up to the run: back to the ring");
 	cr_assert_not(p.c[0]->map.tx.in_run);
-	cr_assert_eq(crecv(&p, 1, buf, 8, MSG_WAITALL), 8);
-	cr_assert_eq(memcmp(buf, "abcdefXY", 8), 0);
+	cr_assert_eq(csend(&p, 0, "Z", 1, MSG_DONTWAIT), 1);
+	cr_assert_eq(crecv(&p, 1, buf, 64, 0), 3, "one read takes the ring's bytes after the run's end");
+	cr_assert_eq(memcmp(buf, "XYZ", 3), 0);
+	cr_assert_eq(crecv(&p, 1, buf, 64, MSG_DONTWAIT), -EAGAIN);
+	cpair_close(&p);
+}
+
+static void *blocked_reader(void *arg)
+{
+	struct cpair *p = arg;
+	char buf[16];
+
+	return (void *)(long)crecv(p, 1, buf, sizeof(buf), 0);
+}
+
+/* A thread blocked in recv does not hold the connection: a shutdown on another thread ends its wait. */
+Test(conn, shutdown_on_another_thread_ends_a_blocked_recv, .timeout = 10)
+{
+	struct cpair p;
+	pthread_t t;
+	void *r;
+
+	cpair_open(&p, 4096);
+	pthread_create(&t, NULL, blocked_reader, &p);
+	usleep(100000);
+	cr_assert_eq(lism_conn_unread(p.c[1], p.fd[1]), 0, "FIONREAD while a recv sleeps");
+	cr_assert_eq(lism_conn_shutdown(p.c[1], p.fd[1], SHUT_RDWR), 0);
+	pthread_join(t, &r);
+	cr_assert_eq((long)r, 0, "the blocked recv says the end (%ld)", (long)r);
 	cpair_close(&p);
 }
