@@ -163,6 +163,13 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 		.run_read = LOAD(&h->dir[end].cons.run_read),
 	};
 	rx->prod_seen = rx->cons;
+	{
+		/* a process after exec: the doorbells sent and not eaten are owed,
+		 * but one, while bytes wait for it (the count above 0) */
+		__u64 sent = LOAD(&h->dir[end].prod.bells), live = LOAD(&h->dir[end].prod.unread) > 0;
+
+		rx->owed = sent > rx->eaten + live ? sent - rx->eaten - live : 0;
+	}
 	*tx = (struct lism_ring_tx){
 		.dir = &h->dir[!end],
 		.buf = (unsigned char *)base + lism_ring_dmb_offset(!end, size),

@@ -329,6 +329,31 @@ Test(ring, attach_takes_the_cursors_the_header_holds)
 	pair_close(&p);
 }
 
+/* A process after exec takes over the doorbell count: sent and not eaten is owed, but the one of bytes waiting. */
+Test(ring, a_reattach_owes_the_doorbells_sent_and_not_eaten)
+{
+	struct pair p;
+	struct lism_ring_rx rx;
+	struct lism_ring_tx tx;
+	char out[8];
+
+	pair_open(&p, 16);
+	cr_assert_eq(send_buf(&p.tx[0], "abcd", 4), 4);
+	cr_assert(p.tx[0].bell, "the count crossed above 0: a doorbell");
+	cr_assert_eq(recv_buf(&p.rx[1], out, 4, 0), 4);
+	cr_assert_eq(p.rx[1].owed, 1, "and back: one to eat");
+	cr_assert_eq(lism_ring_attach(p.mem, p.len, 1, &rx, &tx), 0);
+	cr_assert_eq(rx.owed, 1, "not eaten before the exec: still owed");
+	cr_assert_eq(send_buf(&p.tx[0], "efgh", 4), 4);
+	cr_assert_eq(lism_ring_attach(p.mem, p.len, 1, &rx, &tx), 0);
+	cr_assert_eq(rx.owed, 1, "the second doorbell is the waiting bytes': not owed");
+	lism_ring_rx_ate(&p.rx[1], 1);
+	cr_assert_eq(lism_ring_attach(p.mem, p.len, 1, &rx, &tx), 0);
+	cr_assert_eq(rx.owed, 0);
+	cr_assert_eq(rx.eaten, 1, "the eaten count comes back from the header");
+	pair_close(&p);
+}
+
 Test(ring, arm_refuses_to_sleep_on_bytes_or_a_state)
 {
 	struct pair p;
