@@ -640,24 +640,26 @@ static void run_init(struct lism_opts *o)
 	snprintf(o->run.device_socket, sizeof(o->run.device_socket), "%s", lism_device_path(getenv("LISM_DEVICE")));
 }
 
+/* --device-socket of exec and device: an absolute path that fits a sockaddr_un. */
+static int device_socket_opt(char *dst, size_t len, const char *arg, char *err, size_t errlen)
+{
+	if (arg[0] != '/' || strlen(arg) >= len)
+		return fail(err, errlen, "--device-socket: '%s' is not an absolute path of at most %zu bytes", arg,
+			    len - 1);
+	strcpy(dst, arg);
+	return 0;
+}
+
 static int exec_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
 {
 	(void)c; /* --device-socket, its only one */
-	if (arg[0] != '/' || strlen(arg) >= sizeof(o->exec.device_socket))
-		return fail(err, errlen, "--device-socket: '%s' is not an absolute path of at most %zu bytes", arg,
-			    sizeof(o->exec.device_socket) - 1);
-	strcpy(o->exec.device_socket, arg);
-	return 0;
+	return device_socket_opt(o->exec.device_socket, sizeof(o->exec.device_socket), arg, err, errlen);
 }
 
 static int device_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
 {
 	(void)c; /* --device-socket, its only one */
-	if (arg[0] != '/' || strlen(arg) >= sizeof(o->device.device_socket))
-		return fail(err, errlen, "--device-socket: '%s' is not an absolute path of at most %zu bytes", arg,
-			    sizeof(o->device.device_socket) - 1);
-	strcpy(o->device.device_socket, arg);
-	return 0;
+	return device_socket_opt(o->device.device_socket, sizeof(o->device.device_socket), arg, err, errlen);
 }
 
 static void device_init(struct lism_opts *o)

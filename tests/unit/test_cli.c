@@ -386,3 +386,30 @@ Test(cli, event_types_and_the_daemons_log)
 	cr_assert_eq(parse("run --type all", &o, err), LISM_EXIT_USAGE, "an events option");
 	cr_assert_eq(parse("load --log-interval 5", &o, err), LISM_EXIT_USAGE);
 }
+
+/* lism exec: its own options, then the command with its options untouched; lism device: the socket. */
+Test(cli, exec_and_device)
+{
+	struct lism_opts o;
+	char err[256];
+
+	cr_assert_eq(parse("exec -- redis-server --port 7000 -v", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.cmd, LISM_CMD_EXEC);
+	cr_assert_str_eq(o.exec.argv[0], "redis-server");
+	cr_assert_str_eq(o.exec.argv[2], "7000");
+	cr_assert_str_eq(o.exec.argv[3], "-v", "the command's -v is the command's");
+	cr_assert_null(o.exec.argv[4]);
+	cr_assert_eq(parse("exec --device-socket /tmp/d.sock curl -s http://x", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_str_eq(o.exec.device_socket, "/tmp/d.sock");
+	cr_assert_str_eq(o.exec.argv[1], "-s", "getopt stops at the command");
+	cr_assert_eq(parse("exec", &o, err), LISM_EXIT_USAGE);
+	cr_assert(strstr(err, "missing the command"), "%s", err);
+	cr_assert_eq(parse("exec --device-socket rel.sock -- true", &o, err), LISM_EXIT_USAGE);
+	cr_assert_eq(parse("exec --cgroup /x -- true", &o, err), LISM_EXIT_USAGE, "a load option is not exec's");
+	cr_assert_eq(parse("device", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.cmd, LISM_CMD_DEVICE);
+	cr_assert_str_eq(o.device.device_socket, lism_device_path(getenv("LISM_DEVICE")));
+	cr_assert_eq(parse("device --device-socket /run/x/d.sock", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_str_eq(o.device.device_socket, "/run/x/d.sock");
+	cr_assert_eq(parse("device extra", &o, err), LISM_EXIT_USAGE);
+}
