@@ -232,7 +232,6 @@ Test(conn, nonblocking_level_triggered_stream_checksummed_with_runs, .timeout = 
 	__u64 tcp, runs;
 
 	stream(64 << 10, 1, 0, &tcp, &runs);
-	cr_log_info("runs %llu, TCP bytes %llu", (unsigned long long)runs, (unsigned long long)tcp);
 	cr_assert_gt(runs, 0, "a small ring and a writer that does not wait: some bytes went in runs");
 	cr_assert_lt(tcp, STREAM_BYTES, "not everything went through TCP");
 }
@@ -430,7 +429,7 @@ static void *blocked_reader(void *arg)
 }
 
 /* A thread blocked in recv does not hold the connection: a shutdown on another thread ends its wait. */
-Test(conn, shutdown_on_another_thread_ends_a_blocked_recv, .timeout = 10)
+Test(conn, shutdown_on_another_thread_ends_a_blocked_recv, .timeout = 120)
 {
 	struct cpair p;
 	pthread_t t;
