@@ -417,6 +417,12 @@ bool lism_ring_tx_run_end(struct lism_ring_tx *tx)
 
 void lism_ring_tx_set_state(struct lism_ring_tx *tx, __u32 state)
 {
+	/* the end of writing ends an open run too: its length is final, and
+	 * no ring byte follows it, so its reader need not wait to reach it */
+	if ((state & (LISM_RING_DONE_WRITING | LISM_RING_CLOSED)) && tx->in_run) {
+		STORE(&tx->dir->run[(tx->runs - 1) % LISM_RING_RUNS].ended, 1);
+		tx->in_run = false;
+	}
 	tx->state |= state & WRITER_STATES;
 	STORE(&tx->dir->prod.state, tx->state);
 }

@@ -392,6 +392,24 @@ Test(conn, one_read_goes_from_the_ring_into_a_run)
 	cpair_close(&p);
 }
 
+/* A shutdown in a run ends it: the reader gets the run's bytes, then EOF at once. */
+Test(conn, shutdown_in_a_run_is_eof_after_its_bytes)
+{
+	struct cpair p;
+	char buf[64] = { 0 };
+
+	cpair_open(&p, 8);
+	cr_assert_eq(csend(&p, 0, "0123456789", 10, MSG_DONTWAIT), 10);
+	cr_assert(p.c[0]->map.tx.in_run);
+	cr_assert_eq(lism_conn_shutdown(p.c[0], p.fd[0], SHUT_WR), 0);
+	cr_assert_not(p.c[0]->map.tx.in_run);
+	cr_assert_eq(crecv(&p, 1, buf, 64, MSG_WAITALL), 10);
+	cr_assert_eq(memcmp(buf, "0123456789", 10), 0);
+	cr_assert_eq(crecv(&p, 1, buf, 64, 0), 0, "EOF");
+	cr_assert_eq(p.c[1]->map.rx.in_run, false, "the run was read to its end, not given up on");
+	cpair_close(&p);
+}
+
 /* A run through TCP between ring bytes: the stream keeps its order, and a peek at a run sees its bytes. */
 Test(conn, a_run_keeps_the_stream_in_order)
 {
