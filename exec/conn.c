@@ -90,6 +90,12 @@ void lism_conn_set_nonblock(struct lism_conn *c, int on)
 	__atomic_store_n(&c->nonblock, !!on, __ATOMIC_RELAXED);
 }
 
+/* Set by atomic ORs from either direction's lock, or none (shutdown). */
+static __u32 flags_now(struct lism_conn *c)
+{
+	return __atomic_load_n(&c->flags, __ATOMIC_ACQUIRE);
+}
+
 static void lock(struct lism_conn *c, pthread_mutex_t *l)
 {
 	/* its holder died (kill -9 after a fork): the private cursors may be half moved */
@@ -214,51 +220,35 @@ static int iov_skip(const struct iovec *iov, int iovcnt, size_t n, struct iovec 
 }
 
 /*
- * The ring is empty: what the TCP connection says.  0: nothing (wait or
- * EAGAIN); 1: look at the ring again; -ENOTCONN: the peer's FIN (the end
- * of the stream once the ring is read); another -errno: its error.
+ * The ring is empty: what the TCP connection says, now or (@wait) once
+ * something comes -- a doorbell, run bytes, a FIN or a reset; asleep in the
+ * kernel, so SO_RCVTIMEO, signals and SA_RESTART are its own.  0: nothing
+ * (not waiting); 1: look at the ring again (a reset is kept in rx_err, said
+ * once the ring is read); -ENOTCONN: the peer's FIN; another -errno: the
+ * wait's (-EAGAIN: SO_RCVTIMEO, -EINTR) or the connection's.
  */
-static int tcp_says(struct lism_conn *c, int fd)
-{
-	char buf[64];
-	ssize_t seen = sys_recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-
-	if (seen == -EAGAIN)
-		return 0;
-	if (seen == 0)
-		return c->rx_err ?: -ENOTCONN;
-	if (seen < 0) {
-		c->rx_err = (int)seen; /* the kernel says a reset once */
-		return (int)seen;
-	}
-	/* only owed ones: another is the doorbell of bytes just published */
-	return eat(c, fd, c->map.rx.owed, 0) ?: 1;
-}
-
-/*
- * The ring is empty and the caller blocks: sleep in the kernel until a
- * doorbell, run bytes, a FIN or a reset (SO_RCVTIMEO, signals and
- * SA_RESTART are the kernel's own).  As tcp_says, and -EAGAIN or -EINTR.
- */
-static int tcp_waits(struct lism_conn *c, int fd)
+static int tcp_look(struct lism_conn *c, int fd, int wait)
 {
 	char buf[64];
 	ssize_t seen;
 
-	/* not holding the lock asleep: a shutdown or a FIONREAD on another
-	 * thread goes on, and a process killed asleep leaves it consistent */
-	pthread_mutex_unlock(&c->rx_lock);
-	seen = sys_recv(fd, buf, sizeof(buf), MSG_PEEK);
-	lock(c, &c->rx_lock);
-
+	if (wait) /* not holding the lock asleep: a shutdown or a FIONREAD on another
+		     thread goes on, and a process killed asleep leaves it consistent */
+		pthread_mutex_unlock(&c->rx_lock);
+	seen = sys_recv(fd, buf, sizeof(buf), MSG_PEEK | (wait ? 0 : MSG_DONTWAIT));
+	if (wait)
+		lock(c, &c->rx_lock);
+	if (seen == -EAGAIN && !wait)
+		return 0;
 	if (seen == 0)
 		return c->rx_err ?: -ENOTCONN;
 	if (seen == -ECONNRESET || seen == -EPIPE) {
-		c->rx_err = (int)seen; /* said once: the ring is read first, then the end says it */
+		c->rx_err = (int)seen; /* the kernel says it once */
 		return 1;
 	}
 	if (seen < 0)
 		return (int)seen;
+	/* only owed ones: another is the doorbell of bytes just published */
 	return eat(c, fd, c->map.rx.owed, 0) ?: 1;
 }
 
@@ -334,11 +324,11 @@ ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int
 		const struct iovec *v = iov;
 		int vn = iovcnt;
 
-		if (c->flags & LISM_CONN_ABORTED) {
+		if (flags_now(c) & LISM_CONN_ABORTED) {
 			r = -ECONNRESET;
 			break;
 		}
-		if (c->flags & LISM_CONN_RD_SHUT) {
+		if (flags_now(c) & LISM_CONN_RD_SHUT) {
 			r = 0;
 			break;
 		}
@@ -388,7 +378,7 @@ ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int
 			break;
 		if (nb < 0)
 			nb = nonblocking(c, fd, flags);
-		say = nb ? tcp_says(c, fd) : tcp_waits(c, fd);
+		say = tcp_look(c, fd, !nb);
 		if (say == 0 || say == -EAGAIN || say == -EINTR) {
 			r = say ?: -EAGAIN; /* nothing, SO_RCVTIMEO, or a signal */
 			break;
@@ -537,7 +527,7 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 		const struct iovec *v = iov;
 		int vn = iovcnt;
 
-		if (c->flags & LISM_CONN_ABORTED) {
+		if (flags_now(c) & LISM_CONN_ABORTED) {
 			r = -ECONNRESET;
 			break;
 		}
@@ -607,7 +597,7 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 			struct timespec ts = { 0, LISM_CONN_LIVENESS_MS * 1000000L };
 			long slept;
 
-			pthread_mutex_unlock(&c->tx_lock); /* as tcp_waits */
+			pthread_mutex_unlock(&c->tx_lock); /* as tcp_look */
 			slept = syscall(SYS_futex, &c->map.tx.dir->prod.writer_waits, FUTEX_WAIT, 1, &ts, NULL, 0);
 			if (slept && errno == EINTR && !signals_restart()) {
 				lock(c, &c->tx_lock);
