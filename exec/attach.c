@@ -63,11 +63,10 @@ int lism_exec_wait(int fd, struct lism_exec_info *out, int timeout_ms)
 	}
 }
 
-/* One request and its answer; the memory's fd in *@memfd. */
-static int ask(int fd, const char *device_path, struct lism_device_ans *ans, int *memfd)
+int lism_exec_ask(const char *device_path, __u32 op, int fd, struct lism_device_ans *ans, int *memfd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct lism_device_req req = { .magic = LISM_DEVICE_MAGIC, .op = LISM_DEVICE_ATTACH };
+	struct lism_device_req req = { .magic = LISM_DEVICE_MAGIC, .op = op };
 	char cbuf[CMSG_SPACE(sizeof(int) * 4)] = { 0 };
 	struct iovec iov = { &req, sizeof(req) };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
@@ -91,7 +90,10 @@ static int ask(int fd, const char *device_path, struct lism_device_ans *ans, int
 		err = -errno;
 		goto out;
 	}
-	lism_scm_put(&m, cbuf, fd);
+	if (fd >= 0)
+		lism_scm_put(&m, cbuf, fd);
+	else
+		m.msg_control = NULL, m.msg_controllen = 0;
 	do
 		n = sendmsg(s, &m, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
@@ -138,7 +140,7 @@ int lism_exec_attach(int fd, const char *device_path, struct lism_exec_map *m)
 	err = lism_exec_info(fd, &in);
 	if (err)
 		return err;
-	err = ask(fd, device_path, &ans, &memfd);
+	err = lism_exec_ask(device_path, LISM_DEVICE_ATTACH, fd, &ans, &memfd);
 	if (err)
 		return err;
 	/* the peer maps the same memory: it must not be able to shrink or grow it under us (SIGBUS) */

@@ -32,6 +32,14 @@ int lism_exec_info(int fd, struct lism_exec_info *out);
  */
 int lism_exec_wait(int fd, struct lism_exec_info *out, int timeout_ms);
 
+/*
+ * One request to the device at @device_path: op @op, with @fd in
+ * SCM_RIGHTS unless it is -1; the answer in *@ans and the fd it carried
+ * in *@memfd (the caller's to close).  -errno of the exchange, or the
+ * device's refusal; -EPROTO for an answer without an fd.
+ */
+int lism_exec_ask(const char *device_path, __u32 op, int fd, struct lism_device_ans *ans, int *memfd);
+
 struct lism_exec_map {
 	void *base;
 	__u64 len;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "exec/attach.h"
 #include "exec/ring.h"
 #include "exec/scm.h"
 #include "lism/abi.h"
@@ -35,6 +36,8 @@
 struct ring_pair {
 	__u64 token[2]; /* end 0 (active) and end 1 */
 	int memfd;
+	const struct lism_ring_hdr *hdr; /* its header, mapped read-only: the views' figures */
+	__u64 seen[2][3]; /* each direction's bytes, doorbells and runs already in the totals */
 };
 
 struct lism_broker {
@@ -54,7 +57,7 @@ struct lism_broker {
 	int clients[MAX_CLIENTS];
 	size_t nclients;
 	unsigned int ticks;
-	struct lism_broker_stats st;
+	struct lism_device_totals st;
 };
 
 static __u64 mono_ns(void)
@@ -122,8 +125,11 @@ static void reap(struct lism_broker *b, int fd)
 		close(fd);
 }
 
-/* A sealed memfd laid out as a ring DMB pair: no end can shrink it under the other's mapping. */
-static int make_ring(struct lism_broker *b, __u64 t0, __u64 t1)
+/*
+ * A sealed memfd laid out as a ring DMB pair: no end can shrink it under
+ * the other's mapping.  Its header stays mapped, read-only, in *@hdr.
+ */
+static int make_ring(struct lism_broker *b, __u64 t0, __u64 t1, const struct lism_ring_hdr **hdr)
 {
 	__u64 size = lism_ring_region_size(b->dmb_size);
 	int fd = memfd_create("lism-dmb", MFD_CLOEXEC | MFD_ALLOW_SEALING), err;
@@ -141,11 +147,15 @@ static int make_ring(struct lism_broker *b, __u64 t0, __u64 t1)
 		goto fail;
 	}
 	err = lism_ring_init(base, size, b->dmb_size, b->gid, t0, t1); /* writes the header only */
-	munmap(base, LISM_RING_HDR_SIZE);
+	if (!err && mprotect(base, LISM_RING_HDR_SIZE, PROT_READ))
+		err = -errno;
 	if (!err && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
 		err = -errno;
-	if (!err)
+	if (!err) {
+		*hdr = base;
 		return fd;
+	}
+	munmap(base, LISM_RING_HDR_SIZE);
 fail:
 	close(fd);
 	return err;
@@ -169,6 +179,7 @@ static struct ring_pair *find(struct lism_broker *b, __u64 t0, __u64 t1)
  */
 static int attach(struct lism_broker *b, int sfd, struct lism_device_ans *ans, int *memfd)
 {
+	const struct lism_ring_hdr *hdr = NULL;
 	struct lism_dmb e, pe;
 	struct lism_sk st;
 	struct ring_pair *p;
@@ -209,11 +220,11 @@ static int attach(struct lism_broker *b, int sfd, struct lism_device_ans *ans, i
 			b->pairs = bigger;
 			b->cap = cap;
 		}
-		fd = make_ring(b, t0, t1);
+		fd = make_ring(b, t0, t1, &hdr);
 		if (fd < 0)
 			return fd;
 		p = &b->pairs[b->n++];
-		*p = (struct ring_pair){ .token = { t0, t1 }, .memfd = fd };
+		*p = (struct ring_pair){ .token = { t0, t1 }, .memfd = fd, .hdr = hdr };
 		count(b, &b->st.rings);
 	}
 	ans->end = (__u32)end;
@@ -221,6 +232,77 @@ static int attach(struct lism_broker *b, int sfd, struct lism_device_ans *ans, i
 	ans->size = lism_ring_region_size(b->dmb_size);
 	*memfd = p->memfd;
 	return 0;
+}
+
+/* A pair's figures as its header says now (its processes write it: loads of a word each). */
+static void ring_read(const struct ring_pair *p, struct lism_device_ring *r)
+{
+	r->token[0] = p->token[0];
+	r->token[1] = p->token[1];
+	for (int i = 0; i < 2; i++) {
+		const struct lism_ring_dir *d = &p->hdr->dir[i];
+		struct lism_device_ring_dir *o = &r->dir[i];
+
+		o->prod = __atomic_load_n(&d->prod.cursor, __ATOMIC_RELAXED);
+		o->cons = __atomic_load_n(&d->cons.cursor, __ATOMIC_RELAXED);
+		o->bells = __atomic_load_n(&d->prod.bells, __ATOMIC_RELAXED);
+		o->eaten = __atomic_load_n(&d->cons.eaten, __ATOMIC_RELAXED);
+		o->runs = __atomic_load_n(&d->prod.runs, __ATOMIC_RELAXED);
+		o->state = __atomic_load_n(&d->prod.state, __ATOMIC_RELAXED);
+		o->reader_state = __atomic_load_n(&d->cons.state, __ATOMIC_RELAXED);
+	}
+}
+
+/* Bytes a packed cursor stands for, in DMBs of @size bytes. */
+static __u64 cursor_bytes(__u64 packed, __u32 size)
+{
+	struct lism_cursor c = lism_cursor_unpack(packed);
+
+	return (__u64)c.wrap * size + c.count;
+}
+
+/*
+ * Add what pair @p moved since it was last looked at to the totals.  Only
+ * increases count: the header is its processes', and a counter of the
+ * totals never goes back.
+ */
+static void fold(struct lism_broker *b, struct ring_pair *p, struct lism_device_ring *r)
+{
+	ring_read(p, r);
+	pthread_mutex_lock(&b->lock);
+	for (int i = 0; i < 2; i++) {
+		__u64 now[3] = { cursor_bytes(r->dir[i].prod, b->dmb_size), r->dir[i].bells, r->dir[i].runs };
+		__u64 *total[3] = { &b->st.bytes, &b->st.doorbells, &b->st.runs };
+
+		for (int k = 0; k < 3; k++)
+			if (now[k] > p->seen[i][k]) {
+				*total[k] += now[k] - p->seen[i][k];
+				p->seen[i][k] = now[k];
+			}
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void fold_all(struct lism_broker *b)
+{
+	struct lism_device_ring r;
+
+	for (size_t i = 0; i < b->n; i++)
+		fold(b, &b->pairs[i], &r);
+}
+
+/* Give pair @i's memory back, its last figures in the totals. */
+static void release(struct lism_broker *b, size_t i)
+{
+	struct ring_pair *p = &b->pairs[i];
+	struct lism_device_ring r;
+
+	fold(b, p, &r);
+	if ((r.dir[0].state | r.dir[1].state) & LISM_RING_ABORT)
+		count(b, &b->st.aborts);
+	munmap((void *)p->hdr, LISM_RING_HDR_SIZE);
+	close(p->memfd);
+	b->pairs[i] = b->pairs[--b->n];
 }
 
 /*
@@ -240,24 +322,73 @@ static void sweep(struct lism_broker *b)
 			i++;
 			continue;
 		}
-		close(p->memfd);
-		b->pairs[i] = b->pairs[--b->n];
+		release(b, i);
 	}
 	pthread_mutex_lock(&b->lock);
 	b->st.held = (__u32)b->n;
 	pthread_mutex_unlock(&b->lock);
 }
 
+/*
+ * The report for client @cfd, in a sealed memfd (*@fd, the caller's to
+ * close after sending): only for root or the device's own user, since it
+ * names every ring pair and its traffic.
+ */
+static int report(struct lism_broker *b, int cfd, struct lism_device_ans *ans, int *fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct lism_device_report *r;
+	size_t size = sizeof(*r) + b->n * sizeof(r->ring[0]);
+	int err = 0;
+
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return -errno;
+	if (cred.uid != 0 && cred.uid != geteuid())
+		return -EACCES;
+	*fd = memfd_create("lism-report", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (*fd < 0)
+		return -errno;
+	if (ftruncate(*fd, (off_t)size)) {
+		err = -errno;
+		goto fail;
+	}
+	r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (r == MAP_FAILED) {
+		err = -errno;
+		goto fail;
+	}
+	r->magic = LISM_DEVICE_MAGIC;
+	r->dmb_size = b->dmb_size;
+	r->n = b->n;
+	for (size_t i = 0; i < b->n; i++)
+		fold(b, &b->pairs[i], &r->ring[i]);
+	lism_broker_stats(b, &r->totals);
+	munmap(r, size);
+	/* sealed: the reader may map it and trust its size */
+	if (fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)) {
+		err = -errno;
+		goto fail;
+	}
+	ans->size = size;
+	ans->dmb_size = b->dmb_size;
+	return 0;
+fail:
+	close(*fd);
+	*fd = -1;
+	return err;
+}
+
 /* The one request of client @cfd, answered; the caller drops the client after it. */
 static void serve(struct lism_broker *b, int cfd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int) * 4)], obuf[CMSG_SPACE(sizeof(int))];
-	struct lism_device_req req;
+	struct lism_device_req req = { 0 };
 	struct lism_device_ans ans = { .magic = LISM_DEVICE_MAGIC };
 	struct iovec iov = { &req, sizeof(req) }, oiov = { &ans, sizeof(ans) };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	struct msghdr om = { .msg_iov = &oiov, .msg_iovlen = 1 };
-	int fds[4], nfds = 0, memfd = -1;
+	int fds[4], nfds = 0, memfd = -1, own = -1;
 	ssize_t n;
 
 	n = recvmsg(cfd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
@@ -269,16 +400,22 @@ static void serve(struct lism_broker *b, int cfd)
 	if (n > 0 && n == sizeof(req) && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
 	    req.magic == LISM_DEVICE_MAGIC && req.op == LISM_DEVICE_ATTACH && nfds == 1)
 		ans.err = attach(b, fds[0], &ans, &memfd);
+	else if (n > 0 && n == sizeof(req) && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+		 req.magic == LISM_DEVICE_MAGIC && req.op == LISM_DEVICE_REPORT && nfds == 0)
+		ans.err = report(b, cfd, &ans, &own);
 	else
 		ans.err = -EINVAL;
 	for (int i = 0; i < nfds; i++)
 		reap(b, fds[i]); /* the caller's socket is the caller's: nothing of it stays here */
 	if (n <= 0)
 		return; /* nothing asked: no answer */
-	count(b, ans.err ? &b->st.refusals : &b->st.attaches);
+	if (ans.err || req.op == LISM_DEVICE_ATTACH)
+		count(b, ans.err ? &b->st.refusals : &b->st.attaches);
 	if (!ans.err)
-		lism_scm_put(&om, obuf, memfd);
+		lism_scm_put(&om, obuf, own >= 0 ? own : memfd);
 	sendmsg(cfd, &om, MSG_DONTWAIT | MSG_NOSIGNAL); /* a caller gone asks again, or resets */
+	if (own >= 0)
+		close(own);
 }
 
 static void client_drop(struct lism_broker *b, int cfd)
@@ -324,6 +461,7 @@ static void tick(struct lism_broker *b)
 
 		b->lfd_paused = !!epoll_ctl(b->efd, EPOLL_CTL_ADD, b->lfd, &ev);
 	}
+	fold_all(b);
 	if (++b->ticks % SWEEP_TICKS == 0)
 		sweep(b);
 }
@@ -493,8 +631,8 @@ void lism_broker_stop(struct lism_broker *b)
 	/* the socket file, unless another device has made its own there since */
 	if (b->path[0] && !lstat(b->path, &st) && st.st_dev == b->sock_dev && st.st_ino == b->sock_ino)
 		unlink(b->path);
-	for (size_t i = 0; i < b->n; i++)
-		close(b->pairs[i].memfd);
+	while (b->n)
+		release(b, b->n - 1);
 	free(b->pairs);
 	for (size_t i = 0; i < b->nclients; i++)
 		close(b->clients[i]);
@@ -515,7 +653,7 @@ void lism_broker_stop(struct lism_broker *b)
 	free(b);
 }
 
-void lism_broker_stats(struct lism_broker *b, struct lism_broker_stats *out)
+void lism_broker_stats(struct lism_broker *b, struct lism_device_totals *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!b)
@@ -523,6 +661,43 @@ void lism_broker_stats(struct lism_broker *b, struct lism_broker_stats *out)
 	pthread_mutex_lock(&b->lock);
 	*out = b->st;
 	pthread_mutex_unlock(&b->lock);
+}
+
+int lism_device_report(const char *socket_path, struct lism_device_report **out)
+{
+	struct lism_device_ans ans;
+	struct lism_device_report *r = NULL;
+	struct stat st;
+	int fd, err;
+
+	*out = NULL;
+	err = lism_exec_ask(socket_path, LISM_DEVICE_REPORT, -1, &ans, &fd);
+	if (err)
+		return err;
+	if (ans.size < sizeof(*r) || fstat(fd, &st) || (__u64)st.st_size != ans.size) {
+		err = -EPROTO;
+		goto out;
+	}
+	r = malloc(ans.size);
+	if (!r) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (pread(fd, r, ans.size, 0) != (ssize_t)ans.size) {
+		err = -EIO;
+		goto out;
+	}
+	if (r->magic != LISM_DEVICE_MAGIC || r->n > (ans.size - sizeof(*r)) / sizeof(r->ring[0]) ||
+	    sizeof(*r) + r->n * sizeof(r->ring[0]) != ans.size) {
+		err = -EPROTO;
+		goto out;
+	}
+	*out = r;
+	r = NULL;
+out:
+	free(r);
+	close(fd);
+	return err;
 }
 
 int lism_device_answers(const char *socket_path)

@@ -15,15 +15,10 @@
 
 #include <linux/types.h>
 
+#include "lism/exec.h"
+
 struct lism_broker;
 
-struct lism_broker_stats {
-	__u64 attaches;     /* memories handed out */
-	__u64 refusals;     /* requests refused: not a socket of a ring pair of this device, a malformed
-			       request, no memory */
-	__u64 rings;        /* ring memories made (one per pair) */
-	__u32 held;         /* pairs whose memory the device holds: until both their entries are gone */
-};
 
 /*
  * Serve @socket_path (an absolute path; made 0666, its directory made if
@@ -36,7 +31,15 @@ int lism_broker_start(const char *pin_path, const char *socket_path, struct lism
 /* Give up the lease, stop serving, remove the socket; NULL is fine. */
 void lism_broker_stop(struct lism_broker *b);
 
-void lism_broker_stats(struct lism_broker *b, struct lism_broker_stats *out);
+/* Its counters; the ring figures as of its last tick (LISM_BROKER_TICK_MS). */
+void lism_broker_stats(struct lism_broker *b, struct lism_device_totals *out);
+
+/*
+ * Ask the device at @socket_path for its report (LISM_DEVICE_REPORT): a
+ * malloc'd copy in *@out, checked for size.  -ENOENT/-ECONNREFUSED: no
+ * device; -EACCES: not root nor the device's user.
+ */
+int lism_device_report(const char *socket_path, struct lism_device_report **out);
 
 /* Whether a device answers at @socket_path (a connect succeeds). */
 int lism_device_answers(const char *socket_path);

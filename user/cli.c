@@ -54,7 +54,9 @@ void lism_usage(FILE *f)
 		"           [--gone]  (exit 0 only when nothing is pinned: a cleanup pod's readiness)\n"
 		"  conns    one row per connection end, like smcss -D\n"
 		"           [-w] [-j] [--port PORT] [--state STATE] [--mode shortcut|ring|tcp|pending]\n"
-		"  stats    counters, fallback reasons, message sizes, like smcd stats   [-j]\n"
+		"           [--device-socket PATH]  (where ring pairs' cursors are asked)\n"
+		"  stats    counters, fallback reasons, message sizes, like smcd stats\n"
+		"           [-j] [--device-socket PATH]  (lism exec's device: ring bytes, doorbells)\n"
 		"  stats reset   zero the counters\n"
 		"  events   follow lifecycle events (" LISM_EV_NAMES ")\n"
 		"           [-j] [--all] [--type TYPE,...]\n"
@@ -468,6 +470,16 @@ static int status_opt(struct lism_opts *o, int c, const char *arg, char *err, si
 	return 0;
 }
 
+/* --device-socket of exec, device, conns and stats: an absolute path that fits a sockaddr_un. */
+static int device_socket_opt(char *dst, size_t len, const char *arg, char *err, size_t errlen)
+{
+	if (arg[0] != '/' || strlen(arg) >= len)
+		return fail(err, errlen, "--device-socket: '%s' is not an absolute path of at most %zu bytes", arg,
+			    len - 1);
+	strcpy(dst, arg);
+	return 0;
+}
+
 static int conns_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
 {
 	struct lism_conns_opts *co = &o->conns;
@@ -501,8 +513,16 @@ static int conns_opt(struct lism_opts *o, int c, const char *arg, char *err, siz
 		else
 			return fail(err, errlen, "--mode: '%s' is not shortcut, ring, tcp or pending", arg);
 		return 0;
+	case OPT_DEVICE_SOCKET:
+		return device_socket_opt(co->device_socket, sizeof(co->device_socket), arg, err, errlen);
 	}
 	return 0;
+}
+
+static int stats_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	(void)c; /* --device-socket, its only one */
+	return device_socket_opt(o->stats.device_socket, sizeof(o->stats.device_socket), arg, err, errlen);
 }
 
 static int events_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
@@ -640,16 +660,6 @@ static void run_init(struct lism_opts *o)
 	snprintf(o->run.device_socket, sizeof(o->run.device_socket), "%s", lism_device_path(getenv("LISM_DEVICE")));
 }
 
-/* --device-socket of exec and device: an absolute path that fits a sockaddr_un. */
-static int device_socket_opt(char *dst, size_t len, const char *arg, char *err, size_t errlen)
-{
-	if (arg[0] != '/' || strlen(arg) >= len)
-		return fail(err, errlen, "--device-socket: '%s' is not an absolute path of at most %zu bytes", arg,
-			    len - 1);
-	strcpy(dst, arg);
-	return 0;
-}
-
 static int exec_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
 {
 	(void)c; /* --device-socket, its only one */
@@ -660,6 +670,17 @@ static int device_opt(struct lism_opts *o, int c, const char *arg, char *err, si
 {
 	(void)c; /* --device-socket, its only one */
 	return device_socket_opt(o->device.device_socket, sizeof(o->device.device_socket), arg, err, errlen);
+}
+
+/* $LISM_DEVICE, as liblism reads it: a view asks the device the programs use. */
+static void conns_init(struct lism_opts *o)
+{
+	snprintf(o->conns.device_socket, sizeof(o->conns.device_socket), "%s", lism_device_path(getenv("LISM_DEVICE")));
+}
+
+static void stats_init(struct lism_opts *o)
+{
+	snprintf(o->stats.device_socket, sizeof(o->stats.device_socket), "%s", lism_device_path(getenv("LISM_DEVICE")));
 }
 
 static void device_init(struct lism_opts *o)
@@ -700,9 +721,9 @@ static const struct command {
 	{ "unload", LISM_CMD_UNLOAD, (const int[]){ OPT_TIMEOUT, OPT_FORCE, OPT_STAY, 0 }, unload_opt, NULL,
 	  unload_init },
 	{ "status", LISM_CMD_STATUS, (const int[]){ 'j', OPT_GONE, 0 }, status_opt, NULL, NULL },
-	{ "conns", LISM_CMD_CONNS, (const int[]){ 'j', 'w', OPT_PORT, OPT_STATE, OPT_MODE, 0 }, conns_opt, NULL,
-	  NULL },
-	{ "stats", LISM_CMD_STATS, (const int[]){ 'j', 0 }, NULL, stats_args, NULL },
+	{ "conns", LISM_CMD_CONNS, (const int[]){ 'j', 'w', OPT_PORT, OPT_STATE, OPT_MODE, OPT_DEVICE_SOCKET, 0 },
+	  conns_opt, NULL, conns_init },
+	{ "stats", LISM_CMD_STATS, (const int[]){ 'j', OPT_DEVICE_SOCKET, 0 }, stats_opt, stats_args, stats_init },
 	{ "events", LISM_CMD_EVENTS, (const int[]){ 'j', OPT_ALL, OPT_TYPE, 0 }, events_opt, NULL, events_init },
 	{ "run", LISM_CMD_RUN,
 	  (const int[]){ LOAD_OPTIONS, 'j', OPT_TIMEOUT, OPT_METRICS_ADDR, OPT_UNLOAD_ON_EXIT, OPT_LOG_EVENTS,

@@ -86,10 +86,12 @@ struct lism_conns_opts {
 	int port;                 /* 0: any */
 	int state;                /* BPF_TCP_* + 1, 0: any */
 	enum lism_mode_filter mode;
+	char device_socket[LISM_DEVICE_PATH_MAX]; /* lism exec's device: ring pairs' figures */
 };
 
 struct lism_stats_opts {
 	int reset;
+	char device_socket[LISM_DEVICE_PATH_MAX]; /* lism exec's device: its counters */
 };
 
 struct lism_follow_opts { /* lism events */

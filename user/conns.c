@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "conns.h"
+#include "broker.h"
 #include "feature.h"
 #include "format.h"
 #include "log.h"
@@ -149,16 +150,54 @@ static struct lism_cursor dmb_cursor(const struct lism_conn *c, __u64 bytes)
 	return lism_cursor_at(bytes, c->me.dmb_size ? c->me.dmb_size : 1);
 }
 
-/* Producer cursor: everything received. */
-static struct lism_cursor prod_now(const struct lism_conn *c)
+/*
+ * This end's DMB as the views show it: the sk_msg path counts the bytes
+ * received in the entry and derives the cursors from the socket's unread
+ * bytes (cursor.h); a ring pair's are its header's, from the device.
+ */
+struct dmb_view {
+	__u32 size;
+	struct lism_cursor prod, cons;
+	__u64 unread, rx_bytes;
+};
+
+static __u64 ring_bytes(const struct lism_conn *c, __u64 packed)
 {
-	return dmb_cursor(c, c->me.rx_bytes);
+	struct lism_cursor cur = lism_cursor_unpack(packed);
+
+	return (__u64)cur.wrap * c->ring_dmb + cur.count;
 }
 
-/* Consumer cursor now: everything received minus what is still unread. */
-static struct lism_cursor cons_now(const struct lism_conn *c)
+static void dmb_view(const struct lism_conn *c, struct dmb_view *v)
 {
-	return dmb_cursor(c, c->me.rx_bytes > c->row.unread ? c->me.rx_bytes - c->row.unread : 0);
+	if (c->has_ring) {
+		const struct lism_device_ring_dir *d = &c->ring.dir[c->ring_end];
+		__u64 p = ring_bytes(c, d->prod), q = ring_bytes(c, d->cons);
+
+		v->size = c->ring_dmb;
+		v->prod = lism_cursor_unpack(d->prod);
+		v->cons = lism_cursor_unpack(d->cons);
+		v->unread = p > q ? p - q : 0;
+		v->rx_bytes = p;
+		return;
+	}
+	v->size = c->me.dmb_size;
+	v->prod = dmb_cursor(c, c->me.rx_bytes);
+	v->cons = dmb_cursor(c, c->me.rx_bytes > c->row.unread ? c->me.rx_bytes - c->row.unread : 0);
+	v->unread = c->row.unread;
+	v->rx_bytes = c->me.rx_bytes;
+}
+
+/* Bytes this end sent: what its peer's DMB received, if known. */
+static int tx_bytes(const struct lism_conn *c, __u64 *out)
+{
+	if (c->has_ring)
+		*out = ring_bytes(c, c->ring.dir[!c->ring_end].prod);
+	else if (c->has_peer)
+		*out = c->peer.rx_bytes;
+	else
+		return 0;
+	return 1;
 }
 
 #define NARROW "%-10s %-21s %-21s %-17s %s"
@@ -195,20 +234,23 @@ void lism_conn_format(const struct lism_conn *c, int wide, char *buf, size_t len
 		snprintf(tok, sizeof(tok), "%016llx", (unsigned long long)c->row.st.token);
 	if (c->row.st.peer_token)
 		snprintf(ptok, sizeof(ptok), "%016llx", (unsigned long long)c->row.st.peer_token);
-	if (c->has_me) {
-		struct lism_cursor pn = prod_now(c), cn = cons_now(c);
+	__u64 sent;
 
-		lism_fmt_bytes(c->me.dmb_size, dmb, sizeof(dmb));
-		snprintf(prod, sizeof(prod), "%u:%u", pn.wrap, pn.count);
-		snprintf(cons, sizeof(cons), "%u:%u", cn.wrap, cn.count);
-		snprintf(unread, sizeof(unread), "%u", c->row.unread);
-		snprintf(rx, sizeof(rx), "%llu", (unsigned long long)c->me.rx_bytes);
+	if (c->has_me) {
+		struct dmb_view v;
+
+		dmb_view(c, &v);
+		lism_fmt_bytes(v.size, dmb, sizeof(dmb));
+		snprintf(prod, sizeof(prod), "%u:%u", v.prod.wrap, v.prod.count);
+		snprintf(cons, sizeof(cons), "%u:%u", v.cons.wrap, v.cons.count);
+		snprintf(unread, sizeof(unread), "%llu", (unsigned long long)v.unread);
+		snprintf(rx, sizeof(rx), "%llu", (unsigned long long)v.rx_bytes);
 	}
-	if (c->has_peer)
-		snprintf(tx, sizeof(tx), "%llu", (unsigned long long)c->peer.rx_bytes);
+	if (tx_bytes(c, &sent))
+		snprintf(tx, sizeof(tx), "%llu", (unsigned long long)sent);
 	snprintf(proc, sizeof(proc), "%u/%s", c->row.pid, c->row.comm);
 	snprintf(buf, len, WIDE, lism_tcp_state_name(c->row.tcp_state), local, peer, mode,
-		 tx_name(&c->row.st), tok, ptok, dmb, prod, cons, unread, rx, tx, proc);
+		 c->has_ring ? "ring" : tx_name(&c->row.st), tok, ptok, dmb, prod, cons, unread, rx, tx, proc);
 }
 
 static struct json_object *jcursor(struct lism_cursor cur)
@@ -261,9 +303,43 @@ static struct json_object *jconn_flags(__u32 flags)
 	return a;
 }
 
+/* One direction of a ring pair: {"prod", "cons", "doorbells", "eaten", "runs", "state"}. */
+static struct json_object *jring_dir(const struct lism_device_ring_dir *d)
+{
+	struct json_object *o = json_object_new_object(), *st = json_object_new_array();
+
+	json_object_object_add(o, "prod", jcursor(lism_cursor_unpack(d->prod)));
+	json_object_object_add(o, "cons", jcursor(lism_cursor_unpack(d->cons)));
+	json_object_object_add(o, "doorbells", json_object_new_uint64(d->bells));
+	json_object_object_add(o, "eaten", json_object_new_uint64(d->eaten));
+	json_object_object_add(o, "runs", json_object_new_uint64(d->runs));
+	if (d->state & LISM_RING_DONE_WRITING)
+		json_object_array_add(st, json_object_new_string("done_writing"));
+	if (d->state & LISM_RING_CLOSED)
+		json_object_array_add(st, json_object_new_string("closed"));
+	if (d->state & LISM_RING_ABORT)
+		json_object_array_add(st, json_object_new_string("abort"));
+	if (d->reader_state & LISM_RING_READER_CLOSED)
+		json_object_array_add(st, json_object_new_string("reader_closed"));
+	json_object_object_add(o, "state", st);
+	return o;
+}
+
+/* A ring pair's two directions, as this end sees them: "rx" into it, "tx" out of it. */
+static struct json_object *jring(const struct lism_conn *c)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "end", json_object_new_int(c->ring_end));
+	json_object_object_add(o, "rx", jring_dir(&c->ring.dir[c->ring_end]));
+	json_object_object_add(o, "tx", jring_dir(&c->ring.dir[!c->ring_end]));
+	return o;
+}
+
 struct json_object *lism_conn_json(const struct lism_conn *c)
 {
 	struct json_object *o = json_object_new_object();
+	__u64 sent;
 	unsigned int reason;
 	enum lism_conn_mode m = lism_conn_mode(c, &reason);
 	static const char *const modes[] = { "shortcut", "tcp", "pending", "closed", "ring" };
@@ -280,18 +356,25 @@ struct json_object *lism_conn_json(const struct lism_conn *c)
 	json_object_object_add(o, "sender", json_object_new_string(lism_sender_name(c->row.st.sender)));
 	json_object_object_add(o, "token", lism_json_token(c->row.st.token));
 	json_object_object_add(o, "peer_token", lism_json_token(c->row.st.peer_token));
-	json_object_object_add(o, "unread", json_object_new_uint64(c->row.unread));
 	if (c->has_me) {
-		json_object_object_add(o, "dmb_size", json_object_new_uint64(c->me.dmb_size));
-		json_object_object_add(o, "prod", jcursor(prod_now(c)));
-		json_object_object_add(o, "cons", jcursor(cons_now(c)));
-		json_object_object_add(o, "rx_bytes", json_object_new_uint64(c->me.rx_bytes));
+		struct dmb_view v;
+
+		dmb_view(c, &v);
+		json_object_object_add(o, "unread", json_object_new_uint64(v.unread));
+		json_object_object_add(o, "dmb_size", json_object_new_uint64(v.size));
+		json_object_object_add(o, "prod", jcursor(v.prod));
+		json_object_object_add(o, "cons", jcursor(v.cons));
+		json_object_object_add(o, "rx_bytes", json_object_new_uint64(v.rx_bytes));
 		json_object_object_add(o, "rx_msgs", json_object_new_uint64(c->me.rx_msgs));
 		json_object_object_add(o, "tx_tcp_bytes", json_object_new_uint64(c->me.tx_tcp_bytes));
 		json_object_object_add(o, "conn_flags", jconn_flags(c->me.conn_flags));
+	} else {
+		json_object_object_add(o, "unread", json_object_new_uint64(c->row.unread));
 	}
-	if (c->has_peer)
-		json_object_object_add(o, "tx_bytes", json_object_new_uint64(c->peer.rx_bytes));
+	if (tx_bytes(c, &sent))
+		json_object_object_add(o, "tx_bytes", json_object_new_uint64(sent));
+	if (c->has_ring)
+		json_object_object_add(o, "ring", jring(c));
 	json_object_object_add(o, "pid", json_object_new_uint64(c->row.pid));
 	json_object_object_add(o, "comm", json_object_new_string(c->row.comm));
 	json_object_object_add(o, "fd", json_object_new_uint64(c->row.fd));
@@ -457,6 +540,29 @@ int lism_conns_collect(const struct lism_instance *in, struct lism_conn **out, s
 	return 0;
 }
 
+void lism_conns_ring(struct lism_conn *conns, size_t n, const struct lism_device_report *report)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct lism_conn *c = &conns[i];
+		unsigned int reason;
+
+		if (lism_conn_mode(c, &reason) != LISM_VIEW_RING)
+			continue;
+		for (__u64 k = 0; k < report->n; k++) {
+			const struct lism_device_ring *r = &report->ring[k];
+			int end = r->token[1] == c->row.st.token;
+
+			if (r->token[end] != c->row.st.token || !report->dmb_size)
+				continue;
+			c->ring = *r;
+			c->ring_end = end;
+			c->ring_dmb = report->dmb_size;
+			c->has_ring = 1;
+			break;
+		}
+	}
+}
+
 /*
  * Whether this process's pid namespace is nested (1), the host's (0), or
  * unknown (-1): /proc/self/status's NSpid has one pid per level.  The
@@ -481,6 +587,33 @@ int lism_pidns_nested(const char *status_path)
 		}
 	fclose(f);
 	return nested;
+}
+
+/* Ring pairs' figures from the device, if there are ring pairs; a device that cannot answer is said. */
+static void ring_figures(const struct lism_instance *in, struct lism_conn *conns, size_t n, const char *socket_path)
+{
+	struct lism_device_report *r;
+	struct lism_snapshot s;
+	unsigned int reason;
+	size_t rings = 0;
+	int err;
+
+	for (size_t i = 0; i < n; i++)
+		rings += lism_conn_mode(&conns[i], &reason) == LISM_VIEW_RING;
+	if (!rings)
+		return;
+	err = lism_device_report(socket_path, &r);
+	if (err) {
+		if (!lism_snapshot_read(in, &s) && !s.exec_serving)
+			fprintf(stderr, "lism: note: no device serves now: ring pairs' cursors are unknown\n");
+		else
+			fprintf(stderr, "lism: note: ring pairs' cursors are unknown: the device at %s did not answer "
+					"(%s)%s\n", socket_path, strerror(-err),
+				err == -EACCES ? ": ask as root" : "; --device-socket names another");
+		return;
+	}
+	lism_conns_ring(conns, n, r);
+	free(r);
 }
 
 int lism_cmd_conns(const struct lism_common_opts *co, const struct lism_conns_opts *o)
@@ -508,6 +641,8 @@ int lism_cmd_conns(const struct lism_common_opts *co, const struct lism_conns_op
 				"its own processes are listed (run lism conns on the node, or in a pod with "
 				"hostPID)\n");
 	err = lism_conns_collect(&in, &conns, &n);
+	if (!err)
+		ring_figures(&in, conns, n, o->device_socket);
 	lism_instance_close(&in);
 	if (err) {
 		lism_err("reading the connections failed: %s", strerror(-err));

@@ -8,6 +8,8 @@
 
 #include "cli.h"
 #include "device.h"
+#include "lism/exec.h"
+#include "lism/ring.h"
 
 enum lism_conn_mode {
 	LISM_VIEW_SHORTCUT, /* confirmed: sends take the shortcut (or wait in SYNC) */
@@ -22,6 +24,10 @@ struct lism_conn {
 	struct lism_dmb me;       /* own DMB entry, if has_me */
 	struct lism_dmb peer;     /* the peer's, if has_peer */
 	int has_me, has_peer;
+	/* a ring pair's figures, from the device (lism_conns_ring): dir[ring_end] is this end's DMB */
+	struct lism_device_ring ring;
+	__u32 ring_dmb;
+	int has_ring, ring_end;
 };
 
 enum lism_conn_mode lism_conn_mode(const struct lism_conn *c, unsigned int *reason);
@@ -45,6 +51,9 @@ int lism_conn_matches(const struct lism_conn *c, const struct lism_conns_opts *o
 
 /* Every socket lism knows, once each (sorted by ports).  Caller frees *out. */
 int lism_conns_collect(const struct lism_instance *in, struct lism_conn **out, size_t *n);
+
+/* Give the ring pairs among @conns their figures from the device's @report. */
+void lism_conns_ring(struct lism_conn *conns, size_t n, const struct lism_device_report *report);
 
 /* Replace what is not printable ASCII in a task name with '?' (NUL-terminated within @len). */
 void lism_comm_printable(char *comm, size_t len);

@@ -188,7 +188,7 @@ static void daemon_metrics(FILE *f, struct http_ctx *ctx)
 		fprintf(f, "\"} 1\n");
 	}
 	if (ctx->broker) {
-		struct lism_broker_stats bs;
+		struct lism_device_totals bs;
 
 		lism_broker_stats(ctx->broker, &bs);
 		fprintf(f, "# HELP lism_device_attaches_total Ring DMB memories the device handed to a process "
@@ -205,6 +205,21 @@ static void daemon_metrics(FILE *f, struct http_ctx *ctx)
 		fprintf(f, "# HELP lism_device_rings_held Ring pairs whose memory the device holds (until their "
 			   "connection ends).\n# TYPE lism_device_rings_held gauge\nlism_device_rings_held %u\n",
 			bs.held);
+		fprintf(f, "# HELP lism_device_ring_bytes_total Bytes written into ring DMBs, both directions (as "
+			   "the pairs' headers count them).\n# TYPE lism_device_ring_bytes_total counter\n"
+			   "lism_device_ring_bytes_total %llu\n", (unsigned long long)bs.bytes);
+		fprintf(f, "# HELP lism_device_ring_doorbells_total Doorbells ring writers sent through TCP (one "
+			   "each time a ring's unread bytes rise above 0).\n"
+			   "# TYPE lism_device_ring_doorbells_total counter\nlism_device_ring_doorbells_total %llu\n",
+			(unsigned long long)bs.doorbells);
+		fprintf(f, "# HELP lism_device_ring_runs_total Stretches ring writers sent through TCP instead "
+			   "(a full ring under a non-blocking writer, sendfile, splice).\n"
+			   "# TYPE lism_device_ring_runs_total counter\nlism_device_ring_runs_total %llu\n",
+			(unsigned long long)bs.runs);
+		fprintf(f, "# HELP lism_device_ring_aborts_total Ring pairs given back with a direction reset "
+			   "(a broken invariant, a device lost, RST).\n"
+			   "# TYPE lism_device_ring_aborts_total counter\nlism_device_ring_aborts_total %llu\n",
+			(unsigned long long)bs.aborts);
 	}
 	if (ctx->route_entries >= 0)
 		fprintf(f, "# HELP lism_scope_route_entries Prefixes in scope because this node routes them to a "

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "broker.h"
 #include "format.h"
 #include "log.h"
 #include "reason.h"
@@ -102,9 +103,48 @@ void lism_stats_print(FILE *f, const struct lism_snapshot *s)
 	fprintf(f, ROW, "Events lost", (unsigned long long)st[LISM_S_EVENTS_LOST]);
 }
 
+void lism_device_totals_print(FILE *f, const struct lism_device_totals *t, int err)
+{
+	char bytes[32];
+
+	fprintf(f, "lism exec's device\n");
+	if (err == -ENODEV) {
+		fprintf(f, "  none serves\n");
+		return;
+	}
+	if (err) {
+		fprintf(f, "  %-34s %s\n", "its figures unknown", strerror(-err));
+		return;
+	}
+	lism_fmt_bytes(t->bytes, bytes, sizeof(bytes));
+	fprintf(f, ROW, "ring pairs held", (unsigned long long)t->held);
+	fprintf(f, ROW, "ring memories made", (unsigned long long)t->rings);
+	fprintf(f, ROW, "attaches (ends given their ring)", (unsigned long long)t->attaches);
+	fprintf(f, ROW, "requests refused", (unsigned long long)t->refusals);
+	fprintf(f, "  %-34s %llu (%s)\n", "ring bytes", (unsigned long long)t->bytes, bytes);
+	fprintf(f, ROW, "doorbells", (unsigned long long)t->doorbells);
+	fprintf(f, ROW, "runs (stretches through TCP)", (unsigned long long)t->runs);
+	fprintf(f, ROW, "pairs ended by a reset", (unsigned long long)t->aborts);
+}
+
 static void add_u64(struct json_object *o, const char *k, __u64 v)
 {
 	json_object_object_add(o, k, json_object_new_uint64(v));
+}
+
+struct json_object *lism_device_totals_json(const struct lism_device_totals *t)
+{
+	struct json_object *o = json_object_new_object();
+
+	add_u64(o, "rings_held", t->held);
+	add_u64(o, "rings", t->rings);
+	add_u64(o, "attaches", t->attaches);
+	add_u64(o, "refusals", t->refusals);
+	add_u64(o, "ring_bytes", t->bytes);
+	add_u64(o, "doorbells", t->doorbells);
+	add_u64(o, "runs", t->runs);
+	add_u64(o, "aborts", t->aborts);
+	return o;
 }
 
 struct json_object *lism_stats_json(const struct lism_snapshot *s)
@@ -174,6 +214,7 @@ struct json_object *lism_stats_json(const struct lism_snapshot *s)
 
 int lism_cmd_stats(const struct lism_common_opts *co, const struct lism_stats_opts *o)
 {
+	struct lism_device_report *r = NULL;
 	struct lism_instance in;
 	struct lism_snapshot s;
 	int err;
@@ -208,13 +249,21 @@ int lism_cmd_stats(const struct lism_common_opts *co, const struct lism_stats_op
 		lism_err("reading the counters failed: %s", strerror(-err));
 		return LISM_EXIT_FAIL;
 	}
+	/* the device's figures, when one serves: -ENODEV when none does */
+	err = s.exec_serving ? lism_device_report(o->device_socket, &r) : -ENODEV;
 	if (co->json) {
 		struct json_object *j = lism_stats_json(&s);
 
+		json_object_object_add(j, "device", err ? NULL : lism_device_totals_json(&r->totals));
 		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
 		json_object_put(j);
 	} else {
 		lism_stats_print(stdout, &s);
+		lism_device_totals_print(stdout, err ? NULL : &r->totals, err);
 	}
+	if (err && err != -ENODEV)
+		fprintf(stderr, "lism: note: the device at %s did not answer (%s)%s\n", o->device_socket,
+			strerror(-err), err == -EACCES ? ": ask as root" : "; --device-socket names another");
+	free(r);
 	return LISM_EXIT_OK;
 }

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "device.h"
+#include "lism/exec.h"
 
 struct lism_reason_count {
 	unsigned int code;
@@ -21,5 +22,9 @@ void lism_hist_label(unsigned int bucket, char *buf, size_t len);
 
 void lism_stats_print(FILE *f, const struct lism_snapshot *s);
 struct json_object *lism_stats_json(const struct lism_snapshot *s);
+
+/* lism exec's device: its counters (lism/exec.h), or why they are unknown (@err: -errno of the ask). */
+void lism_device_totals_print(FILE *f, const struct lism_device_totals *t, int err);
+struct json_object *lism_device_totals_json(const struct lism_device_totals *t);
 
 #endif

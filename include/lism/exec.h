@@ -103,7 +103,8 @@ static inline const char *lism_device_path(const char *env)
 }
 #endif
 #define LISM_DEVICE_MAGIC 0x6c69736d /* "lism" */
-#define LISM_DEVICE_ATTACH 1
+#define LISM_DEVICE_ATTACH 1 /* with the caller's socket: the pair's ring DMB memory */
+#define LISM_DEVICE_REPORT 2 /* no fd: a sealed memfd holding a struct lism_device_report (views) */
 
 struct lism_device_req {
 	__u32 magic;
@@ -116,6 +117,48 @@ struct lism_device_ans {
 	__u32 end;       /* this socket's end of the ring (0: the active end) */
 	__u32 dmb_size;
 	__u64 size;      /* bytes of the memory passed: lism_ring_region_size(dmb_size) */
+};
+
+/*
+ * LISM_DEVICE_REPORT's answer (lism conns, lism stats): the device's
+ * counters and each pair it holds, as the pair's ring header says.  The
+ * header is written by the pair's processes: the figures are theirs, not
+ * checked.  Asked only by root or the device's own user (SO_PEERCRED).
+ */
+struct lism_device_ring_dir {  /* the ring into one end */
+	__u64 prod;            /* lism_cursor_pack(): bytes written (ring.h) */
+	__u64 cons;            /* bytes read */
+	__u64 bells;           /* doorbells its writer sent */
+	__u64 eaten;           /* doorbells its reader ate */
+	__u64 runs;            /* stretches its writer sent through TCP */
+	__u32 state;           /* LISM_RING_DONE_WRITING, _CLOSED, _ABORT */
+	__u32 reader_state;    /* LISM_RING_READER_CLOSED */
+};
+
+struct lism_device_ring {
+	__u64 token[2];        /* end 0's (active) and end 1's DMB token */
+	struct lism_device_ring_dir dir[2]; /* dir[i]: into end i */
+};
+
+struct lism_device_totals {
+	__u64 attaches;        /* memories handed out */
+	__u64 refusals;        /* requests refused: not a socket of a ring pair of this device, a malformed
+				  request, a report asked by another user, no memory */
+	__u64 rings;           /* ring memories made (one per pair) */
+	__u64 bytes;           /* bytes written into ring DMBs, both directions */
+	__u64 doorbells;       /* doorbells sent */
+	__u64 runs;            /* runs: stretches sent through TCP (a full ring, sendfile) */
+	__u64 aborts;          /* pairs given back with a direction reset (LISM_RING_ABORT) */
+	__u32 held;            /* pairs whose memory the device holds: until both their entries are gone */
+	__u32 pad0;
+};
+
+struct lism_device_report {
+	__u32 magic;           /* LISM_DEVICE_MAGIC */
+	__u32 dmb_size;
+	__u64 n;               /* entries in ring[] */
+	struct lism_device_totals totals;
+	struct lism_device_ring ring[];
 };
 
 #endif

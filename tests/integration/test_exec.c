@@ -16,6 +16,7 @@
 #include <linux/tcp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -215,7 +216,7 @@ Test(exec, a_pair_under_lism_exec_gets_one_ring_through_the_device)
 {
 	struct lism_exec_info ic, is;
 	struct lism_exec_map mc, ms;
-	struct lism_broker_stats bs;
+	struct lism_device_totals bs;
 	struct lism_snapshot snapshot;
 	struct lism_ring_hdr *h;
 	int c, s;
@@ -258,6 +259,30 @@ Test(exec, a_pair_under_lism_exec_gets_one_ring_through_the_device)
 	stream_through(&ms, &mc, 64ull << 20, 4);
 	cr_assert_eq(tcp_payload(c), 0, "the TCP connection carried %llu data segments", (unsigned long long)tcp_payload(c));
 	cr_assert_eq(tcp_payload(s), 0, "the TCP connection carried %llu data segments", (unsigned long long)tcp_payload(s));
+	/* the views, from the device: each end received 64 MiB into its DMB and sent 64 MiB */
+	if (kernel_has(LISM_F_CONNS)) {
+		static char out[16384];
+
+		cr_assert_eq(lism_out(&e, "conns -j --mode ring", out, sizeof(out)), 0, "%s", out);
+		cr_assert_eq(count_lines(out, "\"rx_bytes\":67108864"), 2, "%s", out);
+		cr_assert_eq(count_lines(out, "\"tx_bytes\":67108864"), 2, "%s", out);
+		cr_assert_eq(count_lines(out, "\"unread\":0"), 2, "%s", out);
+		cr_assert_eq(count_lines(out, "\"ring\":{\"end\":0"), 1, "%s", out);
+		cr_assert_eq(count_lines(out, "\"ring\":{\"end\":1"), 1, "%s", out);
+		cr_assert_eq(count_lines(out, "\"state\":[\"done_writing\"]"), 4, "both directions, from both ends:\n%s", out);
+		cr_assert_eq(lism_out(&e, "conns -w --mode ring", out, sizeof(out)), 0, "%s", out);
+		cr_assert_eq(count_lines(out, " ring "), 4, "mode and tx of both rows:\n%s", out);
+		cr_assert_eq(count_lines(out, " 67108864     67108864     "), 2, "RxBytes and TxBytes of both rows:\n%s", out);
+	}
+	{
+		char out[16384];
+
+		cr_assert_eq(lism_out(&e, "stats -j", out, sizeof(out)), 0, "%s", out);
+		cr_assert_not_null(strstr(out, "\"ring_bytes\":134217728"), "both directions:\n%s", out);
+		cr_assert_not_null(strstr(out, "\"rings_held\":1,\"rings\":1,\"attaches\":2"), "%s", out);
+		cr_assert_eq(lism_out(&e, "stats", out, sizeof(out)), 0, "%s", out);
+		cr_assert_not_null(strstr(out, "ring bytes                         134217728 (128"), "%s", out);
+	}
 	/* settled: an end's late claim changes nothing */
 	{
 		int one = 1;
@@ -269,6 +294,7 @@ Test(exec, a_pair_under_lism_exec_gets_one_ring_through_the_device)
 	cr_assert_eq(bs.rings, 1);
 	cr_assert_eq(bs.attaches, 2);
 	cr_assert_eq(bs.held, 1);
+	cr_assert_eq(bs.bytes, 128ull << 20);
 
 	lism_exec_detach(&mc);
 	lism_exec_detach(&ms);
@@ -282,6 +308,8 @@ Test(exec, a_pair_under_lism_exec_gets_one_ring_through_the_device)
 		usleep(100 * 1000);
 	}
 	cr_assert_eq(bs.held, 0, "the device kept the memory of a closed pair");
+	cr_assert_eq(bs.bytes, 128ull << 20, "a pair given back keeps its bytes in the totals");
+	cr_assert_eq(bs.aborts, 0);
 }
 
 /*
@@ -378,7 +406,7 @@ Test(exec, the_device_hands_a_ring_only_to_a_holder_of_its_pair)
 {
 	struct lism_exec_info ia, ib;
 	struct lism_exec_map ma, mb;
-	struct lism_broker_stats bs;
+	struct lism_device_totals bs;
 	int a_c, a_s, b_c, b_s, p_c, p_s, u, l;
 
 	up(1);
@@ -434,9 +462,27 @@ Test(exec, the_device_hands_a_ring_only_to_a_holder_of_its_pair)
 		after = open_sockets();
 		cr_assert_eq(after, before, "the device kept %d of the sockets it was sent", after - before);
 	}
+	{
+		/* the report names every pair: not for another user */
+		struct lism_device_report *r;
+		pid_t pid = fork();
+		int st;
+
+		cr_assert_geq(pid, 0);
+		if (!pid) {
+			if (setgid(65534) || setuid(65534))
+				_exit(2);
+			_exit(lism_device_report(dev_path, &r) == -EACCES ? 0 : 1);
+		}
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "user nobody was not refused the report (%d)", st);
+		cr_assert_eq(lism_device_report(dev_path, &r), 0);
+		cr_assert_eq(r->n, 2, "the report has both pairs");
+		free(r);
+	}
 	lism_broker_stats(dev, &bs);
 	cr_assert_eq(bs.attaches, 2);
-	cr_assert_eq(bs.refusals, 6, "%llu", (unsigned long long)bs.refusals);
+	cr_assert_eq(bs.refusals, 7, "%llu", (unsigned long long)bs.refusals);
 	cr_assert_eq(bs.rings, 2);
 	close(u);
 	close(l);

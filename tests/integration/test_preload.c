@@ -139,6 +139,36 @@ static void stream(int port, unsigned long long total, int nonblock, char *line,
 	cr_assert_eq(field(line, "bytes "), total);
 }
 
+/* The device's counters, as lism stats reads them (its pairs' headers folded in now). */
+static struct lism_device_totals device_totals(void)
+{
+	struct lism_device_report *r;
+	struct lism_device_totals t;
+
+	cr_assert_eq(lism_device_report(e.device, &r), 0);
+	t = r->totals;
+	free(r);
+	return t;
+}
+
+/*
+ * The reader's TCP bytes are runs and doorbells: ring bytes plus TCP
+ * bytes make the stream plus one byte per doorbell, as the device counts
+ * them from the ring's header.  The server's verdict line goes back
+ * through the ring too, with a doorbell unless its reader had gone.
+ */
+static void assert_accounted(const char *line, unsigned long long total)
+{
+	struct lism_device_totals t = device_totals();
+	unsigned long long reply = strlen(line) + (strchr(line, '\n') ? 0 : 1);
+	unsigned long long in = t.bytes + field(line, "tcp "), out = total + t.doorbells + reply;
+
+	cr_assert(in == out || in + 1 == out, "ring %llu + tcp %llu != %llu + doorbells %llu + reply %llu (runs %llu)",
+		  (unsigned long long)t.bytes, field(line, "tcp "), total, (unsigned long long)t.doorbells, reply,
+		  (unsigned long long)t.runs);
+	cr_assert_gt(t.doorbells, 0);
+}
+
 Test(preload, ten_gib_checksummed_through_a_ring_with_only_doorbells_on_tcp)
 {
 	unsigned long long total = 10ull << 30;
@@ -147,6 +177,8 @@ Test(preload, ten_gib_checksummed_through_a_ring_with_only_doorbells_on_tcp)
 	stream(7501, total, 0, line, sizeof(line));
 	cr_assert_lt(field(line, "tcp "), total / 1000, "TCP carried more than doorbells: %s", line);
 	cr_assert_eq(stat_now(LISM_S_RING_PAIRS), 1);
+	assert_accounted(line, total);
+	cr_assert_eq(device_totals().runs, 0, "a blocking writer waits for room: no runs");
 }
 
 Test(preload, a_nonblocking_writer_and_an_edge_triggered_reader_keep_the_stream)
@@ -156,6 +188,7 @@ Test(preload, a_nonblocking_writer_and_an_edge_triggered_reader_keep_the_stream)
 
 	stream(7502, total, 1, line, sizeof(line));
 	cr_assert_lt(field(line, "tcp "), total, "not everything went through TCP: %s", line);
+	assert_accounted(line, total);
 }
 
 Test(preload, kill_9_of_the_writer_leaves_its_reader_every_byte_then_the_end)

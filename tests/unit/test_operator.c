@@ -151,6 +151,61 @@ Test(conns, json_parses_back)
 	json_object_put(o);
 }
 
+/*
+ * A ring pair's ends take their figures from the device's report, matched
+ * by token, each seeing its own direction as rx: the passive end is end 1.
+ */
+Test(conns, ring_rows_take_their_figures_from_the_device)
+{
+	struct lism_conn c[3] = { shortcut_conn(), shortcut_conn(), shortcut_conn() };
+	struct {
+		struct lism_device_report r;
+		struct lism_device_ring ring[2];
+	} rep = { .r = { .magic = LISM_DEVICE_MAGIC, .dmb_size = 1000, .n = 2 } };
+	struct json_object *o, *ring, *v, *w;
+	char line[512];
+
+	for (int i = 0; i < 2; i++) {
+		c[i].me.exec = LISM_EXEC_WORD(LISM_EXEC_RING, 0);
+		c[i].row.st.role = i ? LISM_ROLE_PASSIVE : LISM_ROLE_ACTIVE;
+	}
+	c[1].row.st.token = c[1].me.token = 0x8000cafe00000008ull; /* the other end of the pair */
+	c[1].row.st.peer_token = 0x8000beef00000007ull;
+	rep.ring[0].token[0] = 0x1111; /* another pair */
+	rep.ring[0].token[1] = 0x2222;
+	rep.ring[1].token[0] = 0x8000beef00000007ull;
+	rep.ring[1].token[1] = 0x8000cafe00000008ull;
+	rep.ring[1].dir[0].prod = lism_cursor_pack(lism_cursor_at(5300, 1000)); /* into end 0 */
+	rep.ring[1].dir[0].cons = lism_cursor_pack(lism_cursor_at(5000, 1000));
+	rep.ring[1].dir[1].prod = lism_cursor_pack(lism_cursor_at(1234, 1000)); /* into end 1 */
+	rep.ring[1].dir[1].cons = lism_cursor_pack(lism_cursor_at(1234, 1000));
+	rep.ring[1].dir[1].bells = 9;
+	rep.ring[1].dir[1].state = LISM_RING_DONE_WRITING;
+	lism_conns_ring(c, 3, &rep.r);
+	cr_assert(c[0].has_ring && c[1].has_ring && !c[2].has_ring, "a shortcut row has no ring");
+	cr_assert_eq(c[0].ring_end, 0);
+	cr_assert_eq(c[1].ring_end, 1);
+	lism_conn_format(&c[0], 1, line, sizeof(line));
+	cr_assert(strstr(line, " 5:300 ") && strstr(line, " 5:0 ") && strstr(line, " 300 "), "%s", line);
+	cr_assert(strstr(line, " 5300 ") && strstr(line, " 1234 "), "rx and tx bytes: %s", line);
+	lism_conn_format(&c[1], 1, line, sizeof(line));
+	cr_assert(strstr(line, " 1:234 ") && strstr(line, " 1234 ") && strstr(line, " 5300 "), "%s", line);
+	o = lism_conn_json(&c[1]);
+	cr_assert(json_object_object_get_ex(o, "mode", &v));
+	cr_assert_str_eq(json_object_get_string(v), "ring");
+	cr_assert(json_object_object_get_ex(o, "rx_bytes", &v));
+	cr_assert_eq(json_object_get_int64(v), 1234);
+	cr_assert(json_object_object_get_ex(o, "tx_bytes", &v));
+	cr_assert_eq(json_object_get_int64(v), 5300);
+	cr_assert(json_object_object_get_ex(o, "ring", &ring));
+	cr_assert(json_object_object_get_ex(ring, "rx", &v));
+	cr_assert(json_object_object_get_ex(v, "doorbells", &w));
+	cr_assert_eq(json_object_get_int(w), 9);
+	cr_assert(json_object_object_get_ex(v, "state", &w));
+	cr_assert_str_eq(json_object_to_json_string_ext(w, JSON_C_TO_STRING_PLAIN), "[\"done_writing\"]");
+	json_object_put(o);
+}
+
 Test(conns, endpoints)
 {
 	__u8 a[16] = { 0 };
