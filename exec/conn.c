@@ -141,9 +141,15 @@ int lism_conn_open(struct lism_exec_map *m, struct lism_conn **out)
 }
 
 static int eat(struct lism_conn *c, int fd, __u64 n, int wait);
+static int send_bells(struct lism_conn *c, int fd, int nb);
 
 void lism_conn_release(struct lism_conn *c, int fd)
 {
+	/* doorbells still due: a reader at the FIN reads the ring without them, but they cost nothing here */
+	if (fd >= 0 && c->bells_due && !pthread_mutex_trylock(&c->tx_lock)) {
+		(void)send_bells(c, fd, 1);
+		pthread_mutex_unlock(&c->tx_lock);
+	}
 	/* a doorbell owed and here now would turn the close into a reset (unread data) */
 	if (fd >= 0 && c->map.rx.owed && !pthread_mutex_trylock(&c->rx_lock)) {
 		(void)eat(c, fd, c->map.rx.owed, 0);
@@ -310,7 +316,8 @@ static ssize_t recv_run(struct lism_conn *c, int fd, const struct iovec *iov, in
 	return r;
 }
 
-ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags)
+/* lism_conn_recv with the rx lock held (released while it sleeps). */
+static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
 	struct iovec rest[64];
 	size_t want = 0, got = 0;
@@ -319,7 +326,6 @@ ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int
 
 	for (int i = 0; i < iovcnt; i++)
 		want += iov[i].iov_len;
-	lock(c, &c->rx_lock);
 	while (got < want || !want) {
 		const struct iovec *v = iov;
 		int vn = iovcnt;
@@ -395,33 +401,75 @@ ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int
 		r = say == -ENOTCONN ? 0 : rx_fail(c, fd, say);
 		break;
 	}
-	pthread_mutex_unlock(&c->rx_lock);
 	if (got)
 		return (ssize_t)got;
 	return r;
 }
 
-/* A doorbell to the reader; an error it meets is the next send's. */
-static void ring_bell(struct lism_conn *c, int fd)
+ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
-	char b = LISM_CONN_BELL;
-	struct iovec v = { &b, 1 };
-	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
+	ssize_t r;
 
-	for (;;) {
+	lock(c, &c->rx_lock);
+	r = recv_locked(c, fd, iov, iovcnt, flags);
+	pthread_mutex_unlock(&c->rx_lock);
+	return r;
+}
+
+ssize_t lism_conn_recv_into(struct lism_conn *c, int fd, void *buf, size_t n, int flags,
+			    ssize_t (*sink)(void *arg, const void *buf, size_t n), void *arg)
+{
+	struct iovec v = { buf, n };
+	ssize_t r, w;
+
+	lock(c, &c->rx_lock);
+	r = recv_locked(c, fd, &v, 1, (flags & MSG_DONTWAIT) | MSG_PEEK);
+	if (r > 0) {
+		/* the lock held from the look to the take: the bytes taken are those the sink took */
+		w = sink(arg, buf, (size_t)r);
+		v.iov_len = w > 0 ? (size_t)w : 0;
+		if (w > 0 && recv_locked(c, fd, &v, 1, MSG_DONTWAIT) != w)
+			w = rx_fail(c, fd, -EPROTO); /* peeked bytes not there to take: cannot be */
+		r = w;
+	}
+	pthread_mutex_unlock(&c->rx_lock);
+	return r;
+}
+
+/*
+ * The doorbells due (tx lock held): sent, or (@nb) left due while the send
+ * buffer is full.  That buffer then holds run bytes, which wake the reader
+ * and after which it reads the ring anyway; waiting there instead, two
+ * event loops streaming into each other through runs would wait for each
+ * other.  Every later send, run or shutdown sends the due ones first, so
+ * doorbells keep their place before a run's bytes.  0, -EAGAIN (due ones
+ * left, @nb), or the connection's error (the next send's).
+ */
+static int send_bells(struct lism_conn *c, int fd, int nb)
+{
+	static const char bells[64] = { [0 ... 63] = LISM_CONN_BELL };
+
+	while (c->bells_due) {
+		struct iovec v = { (void *)bells, c->bells_due < sizeof(bells) ? c->bells_due : sizeof(bells) };
+		struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
 		ssize_t r = sys_sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
 
-		if (r == 1)
-			return;
+		if (r > 0) {
+			c->bells_due -= (__u32)r;
+			continue;
+		}
 		if (r != -EAGAIN && r != -EINTR) {
 			debug(fd, "a doorbell failed: %s", strerror((int)-r));
 			c->tx_err = (int)r;
-			return;
+			c->bells_due = 0;
+			return (int)r;
 		}
-		/* a send buffer full of doorbells: its reader eats them, so room comes */
+		if (nb && r == -EAGAIN)
+			return -EAGAIN;
 		syscall(SYS_poll, &p, 1, LISM_CONN_LIVENESS_MS);
 	}
+	return 0;
 }
 
 /* The reader's process went: its socket sent a FIN without saying done-writing first, or a reset. */
@@ -518,9 +566,8 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 		want += iov[i].iov_len;
 	lock(c, &c->tx_lock);
 	if (flags & MSG_OOB) {
-		r = run_start(c, fd, nonblocking(c, fd, flags));
-		if (!r)
-			r = send_run(c, fd, iov, iovcnt, flags);
+		nb = nonblocking(c, fd, flags);
+		r = run_start(c, fd, nb) ?: send_bells(c, fd, nb) ?: send_run(c, fd, iov, iovcnt, flags);
 		goto out;
 	}
 	for (;;) {
@@ -541,7 +588,9 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 		}
 		/* back to the ring once its reader has read up to the run */
 		if (c->map.tx.in_run && !lism_ring_tx_run_end(&c->map.tx)) {
-			r = send_run(c, fd, v, vn, flags);
+			if (nb < 0)
+				nb = nonblocking(c, fd, flags);
+			r = send_bells(c, fd, nb) ?: send_run(c, fd, v, vn, flags);
 			if (r > 0)
 				put += (size_t)r;
 			break;
@@ -549,8 +598,12 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 		r = lism_ring_send(&c->map.tx, v, vn);
 		if (r > 0) {
 			put += (size_t)r;
-			if (c->map.tx.bell)
-				ring_bell(c, fd);
+			if (c->map.tx.bell) {
+				c->bells_due++;
+				if (nb < 0)
+					nb = nonblocking(c, fd, flags);
+				send_bells(c, fd, nb); /* due ones left, or an error: the bytes are sent */
+			}
 			if (put == want)
 				break;
 			continue;
@@ -623,6 +676,7 @@ int lism_conn_shutdown(struct lism_conn *c, int fd, int how)
 	if (how == SHUT_WR || how == SHUT_RDWR) {
 		lock(c, &c->tx_lock);
 		lism_ring_tx_set_state(&c->map.tx, LISM_RING_DONE_WRITING); /* before the FIN: a reader that sees it sees this */
+		send_bells(c, fd, 1); /* a reader at the FIN reads the ring without them */
 		pthread_mutex_unlock(&c->tx_lock);
 	}
 	return syscall(SYS_shutdown, fd, how) ? -errno : 0;
@@ -657,7 +711,7 @@ ssize_t lism_conn_sendfile(struct lism_conn *c, int fd, ssize_t (*kernel)(void *
 	ssize_t r;
 
 	lock(c, &c->tx_lock);
-	r = run_start(c, fd, nonblocking(c, fd, 0));
+	r = run_start(c, fd, nonblocking(c, fd, 0)) ?: send_bells(c, fd, nonblocking(c, fd, 0));
 	if (!r) {
 		lism_ring_tx_run_add(&c->map.tx, (__s64)n);
 		r = kernel(arg, n);

@@ -48,6 +48,7 @@ struct lism_conn {
 	struct lism_exec_map map;
 	__u32 flags;
 	int tx_err;              /* an error a doorbell met, said by the next send */
+	__u32 bells_due;         /* doorbells a non-blocking send left due: its send buffer was full */
 	int rx_err;              /* an error TCP said once (a reset), said once the ring is read */
 	int nonblock;            /* O_NONBLOCK as the wrappers last set it; -1: not read yet */
 };
@@ -62,6 +63,15 @@ void lism_conn_release(struct lism_conn *c, int fd);
  * @flags: MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL, MSG_NOSIGNAL, MSG_MORE. */
 ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags);
 ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags);
+
+/*
+ * Up to @n bytes (at most what recv would return, in @buf as scratch)
+ * handed to @sink, which takes all, part (its count) or none (-errno, said
+ * as the call's): only the bytes it took leave the stream.  A splice out
+ * of the socket into a pipe, whose room is in slots, not bytes.
+ */
+ssize_t lism_conn_recv_into(struct lism_conn *c, int fd, void *buf, size_t n, int flags,
+			    ssize_t (*sink)(void *arg, const void *buf, size_t n), void *arg);
 
 /* shutdown(2); the real call included. */
 int lism_conn_shutdown(struct lism_conn *c, int fd, int how);

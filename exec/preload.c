@@ -508,24 +508,31 @@ EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t n)
 	return sendfile(out, in, off, n);
 }
 
-/* splice out of a ring socket: copied, never more than the pipe takes now. */
+/* The pipe takes what it takes: a short write leaves the rest in the stream. */
+static ssize_t pipe_sink(void *arg, const void *buf, size_t n)
+{
+	ssize_t w = REAL(write)(*(int *)arg, buf, n);
+
+	return w < 0 ? -errno : w;
+}
+
+/* splice out of a ring socket: copied, and only what the pipe took is read. */
 static ssize_t splice_out(struct lism_conn *c, int fd, int pipe_fd, size_t n, unsigned int flags)
 {
 	char buf[65536];
 	int size = REAL(fcntl)(pipe_fd, F_GETPIPE_SZ), queued = 0;
-	struct iovec v = { buf, n < sizeof(buf) ? n : sizeof(buf) };
-	ssize_t r;
 
 	if (size < 0 || REAL(ioctl)(pipe_fd, FIONREAD, &queued))
 		return -errno;
-	if (v.iov_len > (size_t)(size - queued))
-		v.iov_len = (size_t)(size - queued);
-	if (!v.iov_len)
+	/* the room in bytes is an upper bound (a pipe counts slots): a blocking
+	 * pipe may still wait in the write, as the kernel's splice would */
+	if (n > (size_t)(size - queued))
+		n = (size_t)(size - queued);
+	if (n > sizeof(buf))
+		n = sizeof(buf);
+	if (!n)
 		return -EAGAIN;
-	r = lism_conn_recv(c, fd, &v, 1, (flags & SPLICE_F_NONBLOCK) ? MSG_DONTWAIT : 0);
-	if (r > 0 && REAL(write)(pipe_fd, buf, (size_t)r) != r)
-		return -EIO; /* another writer filled the pipe meanwhile */
-	return r;
+	return lism_conn_recv_into(c, fd, buf, n, (flags & SPLICE_F_NONBLOCK) ? MSG_DONTWAIT : 0, pipe_sink, &pipe_fd);
 }
 
 EXPORT ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t n, unsigned int flags)

@@ -462,3 +462,98 @@ Test(conn, shutdown_on_another_thread_ends_a_blocked_recv, .timeout = 120)
 	cr_assert_eq((long)r, 0, "the blocked recv says the end (%ld)", (long)r);
 	cpair_close(&p);
 }
+
+struct sink {
+	char got[64];
+	size_t n, take; /* bytes it holds; bytes it takes per call (0: says -EAGAIN) */
+};
+
+static ssize_t part_sink(void *arg, const void *buf, size_t n)
+{
+	struct sink *s = arg;
+
+	if (!s->take)
+		return -EAGAIN;
+	if (n > s->take)
+		n = s->take;
+	memcpy(s->got + s->n, buf, n);
+	s->n += n;
+	return (ssize_t)n;
+}
+
+/*
+ * A splice into a pipe that takes part (a pipe counts slots, not bytes):
+ * only what it took leaves the stream, from the ring and from a run, and a
+ * pipe that takes nothing leaves everything.
+ */
+Test(conn, a_sink_that_takes_part_leaves_the_rest_in_the_stream)
+{
+	struct sink s = { .take = 3 };
+	struct cpair p;
+	char scratch[64], buf[64] = { 0 };
+
+	cpair_open(&p, 8);
+	cr_assert_eq(csend(&p, 0, "01234567", 8, 0), 8, "the ring is full");
+	cr_assert_eq(csend(&p, 0, "abc", 3, MSG_DONTWAIT), 3, "then a run");
+	cr_assert_eq(lism_conn_recv_into(p.c[1], p.fd[1], scratch, 64, 0, part_sink, &s), 3);
+	cr_assert_eq(memcmp(s.got, "012", 3), 0);
+	s.take = 0;
+	cr_assert_eq(lism_conn_recv_into(p.c[1], p.fd[1], scratch, 64, 0, part_sink, &s), -EAGAIN,
+		     "the sink's error is the call's");
+	cr_assert_eq(crecv(&p, 1, buf, 4, MSG_PEEK), 4, "nothing left the stream");
+	cr_assert_eq(memcmp(buf, "3456", 4), 0);
+	s.take = 5;
+	cr_assert_eq(lism_conn_recv_into(p.c[1], p.fd[1], scratch, 64, 0, part_sink, &s), 5);
+	s.take = 2;
+	cr_assert_eq(lism_conn_recv_into(p.c[1], p.fd[1], scratch, 64, 0, part_sink, &s), 2, "into the run");
+	cr_assert_eq(memcmp(s.got, "01234567ab", 10), 0);
+	cr_assert_eq(crecv(&p, 1, buf, 64, 0), 1);
+	cr_assert_eq(buf[0], 'c');
+	cr_assert_eq(crecv(&p, 1, buf, 64, MSG_DONTWAIT), -EAGAIN);
+	cpair_close(&p);
+}
+
+/*
+ * A non-blocking writer back on the ring after a run, whose send buffer is
+ * still full of the run's bytes: its doorbell stays due and the send
+ * returns, rather than waiting for a reader that may be waiting for it
+ * (two event loops streaming into each other).  The reader reads the run,
+ * then the ring without the doorbell; the doorbell goes at the shutdown,
+ * and nothing is left over.
+ */
+Test(conn, a_nonblocking_writer_leaves_a_doorbell_due_behind_a_full_send_buffer)
+{
+	static char big[65536], got[1 << 20];
+	int small = 4096;
+	__u64 run = 0, off = 0;
+	struct cpair p;
+	ssize_t r;
+
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)(i * 7 + 1);
+	cpair_open(&p, 4096);
+	setsockopt(p.fd[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	setsockopt(p.fd[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	cr_assert_eq(csend(&p, 0, big, 4096, 0), 4096, "the ring is full");
+	while ((r = csend(&p, 0, big, sizeof(big), MSG_DONTWAIT)) > 0)
+		run += (__u64)r;
+	cr_assert_eq(r, -EAGAIN);
+	cr_assert(p.c[0]->map.tx.in_run && run > 0);
+	cr_assert_eq(crecv(&p, 1, got, 4096, MSG_WAITALL), 4096, "the ring up to the run");
+	cr_assert_eq(csend(&p, 0, "0123456789", 10, MSG_DONTWAIT), 10, "back to the ring, and not waiting");
+	cr_assert_not(p.c[0]->map.tx.in_run);
+	cr_assert_eq(p.c[0]->bells_due, 1, "the doorbell is due: the send buffer holds the run");
+	while (off < run + 10) {
+		r = crecv(&p, 1, got + off, sizeof(got) - off, 0);
+		cr_assert_gt(r, 0, "at %llu of %llu: %zd", (unsigned long long)off, (unsigned long long)run + 10, r);
+		off += (__u64)r;
+	}
+	cr_assert_eq(off, run + 10);
+	for (__u64 i = 0; i < run; i++)
+		cr_assert_eq(got[i], big[i % sizeof(big)], "run byte %llu", (unsigned long long)i);
+	cr_assert_eq(memcmp(got + run, "0123456789", 10), 0, "the ring's bytes after the run");
+	cr_assert_eq(lism_conn_shutdown(p.c[0], p.fd[0], SHUT_WR), 0);
+	cr_assert_eq(p.c[0]->bells_due, 0, "sent before the FIN");
+	cr_assert_eq(crecv(&p, 1, got, 64, 0), 0, "EOF, the late doorbell eaten");
+	cpair_close(&p);
+}
