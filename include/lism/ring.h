@@ -39,7 +39,7 @@
 #include "cursor.h"
 
 #define LISM_RING_MAGIC    0x676e69726d73696cULL /* "lismring" */
-#define LISM_RING_VERSION  2
+#define LISM_RING_VERSION  3
 #define LISM_RING_HDR_SIZE 4096u
 #define LISM_RING_LINE     64
 
@@ -54,7 +54,7 @@ enum {
 /* The reader's state, in the consumer line: nobody will read what is written. */
 #define LISM_RING_READER_CLOSED (1u << 0)
 
-#define LISM_RING_RUNS 4
+#define LISM_RING_RUNS 32 /* a writer that fills the ring 32 times while its reader is still behind a run waits (EAGAIN) */
 
 struct lism_ring_prod {
 	__u64 cursor;       /* lism_cursor_pack(): bytes written into the DMB */
