@@ -391,6 +391,10 @@ def settle(idle_share=0.9, window=0.2, limit=5.0):
 
 ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-churn": ["--no-churn-detect"],
              "lism-no-bulk-sndbuf": ["LISM_ABLATE=bulk-sndbuf"],
+             # the sender rules' parts (include/lism/sender.h), each off alone
+             "lism-no-one-way-stop": ["LISM_ABLATE=one-way-stop"],
+             "lism-no-bulk-join": ["LISM_ABLATE=bulk-join"],
+             "lism-no-send-limits": ["LISM_ABLATE=send-limits"],
              # lism-ab with the sender rules back (--senders after --eager-senders wins): the rules on
              # the blocking small-message streams they were made for (sockperf's reader)
              "lism-ab-adaptive": ["--senders=adaptive"]}

@@ -198,7 +198,7 @@ static __always_inline int sender_limits_small(struct tcp_sock *tp)
 /* A member whose send limits are too small stays on TCP for good: 1 if so. */
 static __always_inline int sender_keep_off(struct lism_sk *st, struct tcp_sock *tp)
 {
-	if (!sender_limits_small(tp))
+	if ((lism_ablate & LISM_ABLATE_SEND_LIMITS) || !sender_limits_small(tp))
 		return 0;
 	st->sender = LISM_SND_TCP;
 	stat_add(LISM_S_SENDERS_SEND_LIMITS, 1);
@@ -262,6 +262,8 @@ static __always_inline void sender_watch(struct bpf_sock_ops *s, struct lism_sk 
 		sender_enqueue(st, sk ? bpf_skc_to_tcp_sock(sk) : NULL);
 		break;
 	case LISM_SENDER_STOP:
+		if (lism_ablate & LISM_ABLATE_ONE_WAY_STOP)
+			break;
 		st->sender = LISM_SND_TCP;
 		stat_add(LISM_S_SENDERS_ONE_WAY, 1);
 		break;
@@ -293,7 +295,7 @@ static __always_inline void sender_sizes_start(struct bpf_sock_ops *s, struct li
 	st->sizes_bytes = 0;
 	st->sizes_sends = 0;
 	st->sizes_seq = tp ? tp->write_seq : 0;
-	if (tp && !send_sizes_switch(s, 1))
+	if (tp && !(lism_ablate & LISM_ABLATE_BULK_JOIN) && !send_sizes_switch(s, 1))
 		st->flags |= LISM_SKF_SIZES_ON;
 }
 

@@ -11,6 +11,9 @@ static const struct {
 	__u32 bit;
 } ablations[] = {
 	{ "bulk-sndbuf", LISM_ABLATE_BULK_SNDBUF },
+	{ "one-way-stop", LISM_ABLATE_ONE_WAY_STOP },
+	{ "bulk-join", LISM_ABLATE_BULK_JOIN },
+	{ "send-limits", LISM_ABLATE_SEND_LIMITS },
 };
 
 int lism_ablate_parse(const char *list, __u32 *mask)

@@ -11,8 +11,11 @@
 #ifndef LISM_ABLATE_H
 #define LISM_ABLATE_H
 
-#define LISM_ABLATE_BULK_SNDBUF (1u << 0) /* a bulk joiner's SO_SNDBUF (sender.h) */
+#define LISM_ABLATE_BULK_SNDBUF  (1u << 0) /* a bulk joiner's SO_SNDBUF (sender.h) */
+#define LISM_ABLATE_ONE_WAY_STOP (1u << 1) /* a one-way member stays watched instead of on TCP */
+#define LISM_ABLATE_BULK_JOIN    (1u << 2) /* no join by send sizes: members join only both ways */
+#define LISM_ABLATE_SEND_LIMITS  (1u << 3) /* members with small send limits join too */
 
-#define LISM_ABLATE_NAMES "bulk-sndbuf"
+#define LISM_ABLATE_NAMES "bulk-sndbuf, one-way-stop, bulk-join, send-limits"
 
 #endif

@@ -24,4 +24,8 @@ Test(ablate, names_and_bits)
 	cr_assert_eq(lism_ablate_parse("bulk-sndbuf,pass-ahead", &m), -EINVAL,
 		     "a removed heuristic's name must not bench the default either");
 	cr_assert_eq(lism_ablate_parse("bulk", &m), -EINVAL, "no prefixes");
+	cr_assert_eq(lism_ablate_parse("one-way-stop,bulk-join,send-limits", &m), 0);
+	cr_assert_eq(m, LISM_ABLATE_ONE_WAY_STOP | LISM_ABLATE_BULK_JOIN | LISM_ABLATE_SEND_LIMITS);
+	lism_ablate_format(m, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "one-way-stop,bulk-join,send-limits");
 }
