@@ -15,44 +15,8 @@
 
 #include "broker.h"
 #include "commands.h"
+#include "library.h"
 #include "lism/exec.h"
-
-#ifndef LISM_LIBDIR
-#define LISM_LIBDIR "/usr/local/lib/lism"
-#endif
-
-static int readable(const char *path)
-{
-	return !access(path, R_OK);
-}
-
-/* The library's path in @out; -ENOENT if none is found. */
-static int find_library(char *out, size_t len)
-{
-	const char *env = getenv("LISM_LIBRARY");
-	char exe[PATH_MAX];
-	ssize_t n;
-	char *slash;
-
-	if (env && env[0] == '/') {
-		snprintf(out, len, "%s", env);
-		return readable(out) ? 0 : -ENOENT;
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			if ((size_t)snprintf(out, len, "%s/liblism.so", exe) < len && readable(out))
-				return 0;
-			if ((size_t)snprintf(out, len, "%s/../lib/lism/liblism.so", exe) < len && readable(out))
-				return 0;
-		}
-	}
-	snprintf(out, len, "%s/liblism.so", LISM_LIBDIR);
-	return readable(out) ? 0 : -ENOENT;
-}
 
 int lism_cmd_exec(const struct lism_common_opts *co, const struct lism_exec_opts *o)
 {
@@ -60,7 +24,7 @@ int lism_cmd_exec(const struct lism_common_opts *co, const struct lism_exec_opts
 	const char *old = getenv("LD_PRELOAD"), *device;
 
 	(void)co;
-	if (find_library(lib, sizeof(lib))) {
+	if (lism_library_find(lib, sizeof(lib))) {
 		fprintf(stderr, "lism exec: liblism.so not found (%s, or beside lism, or in %s); "
 				"set LISM_LIBRARY to its path\n", getenv("LISM_LIBRARY") ?: "no $LISM_LIBRARY",
 			LISM_LIBDIR);

@@ -14,6 +14,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -31,6 +32,7 @@
 #include "events.h"
 #include "feature.h"
 #include "commands.h"
+#include "library.h"
 #include "load.h"
 #include "unload.h"
 #include "log.h"
@@ -760,6 +762,39 @@ static void lost(struct http_ctx *ctx, const char *pin_path, const char *why)
 	fflush(stdout);
 }
 
+/*
+ * liblism.so beside the device socket: a pod reaches the device by mounting
+ * the socket's directory, and so takes the library of the lism that serves
+ * it from there, whatever its image (docs/kubernetes.md).  Not fatal: a pod
+ * that finds no library runs without it.
+ */
+static void library_publish(const char *socket_path)
+{
+	char lib[PATH_MAX], dir[PATH_MAX], out[PATH_MAX], *slash;
+	int err;
+
+	snprintf(dir, sizeof(dir), "%s", socket_path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	err = lism_library_find(lib, sizeof(lib));
+	if (err) {
+		lism_err("%s not found ($LISM_LIBRARY, beside lism, ../lib/lism, %s), so not published in %s: "
+			 "programs that preload it from there run without it", LISM_LIBRARY_NAME, LISM_LIBDIR, dir);
+		return;
+	}
+	err = lism_library_publish(lib, dir, out, sizeof(out));
+	if (err) {
+		lism_err("publishing %s in %s failed: %s; programs that preload it from there run without it", lib,
+			 dir, strerror(-err));
+		return;
+	}
+	printf("lism: liblism.so published at %s, for pods (LD_PRELOAD=%s, LISM_DEVICE=%s)\n", out, out,
+	       socket_path);
+	fflush(stdout);
+}
+
 /* lism exec's device, once the instance runs (a failure: said, tried again at the next heartbeat). */
 static void device_start(struct http_ctx *ctx, const char *pin_path, const char *socket_path, int *said)
 {
@@ -782,6 +817,7 @@ static void device_start(struct http_ctx *ctx, const char *pin_path, const char 
 	printf("lism: lism exec's device serves at %s\n", socket_path);
 	fflush(stdout);
 	*said = 0;
+	library_publish(socket_path);
 }
 
 static void device_stop(struct http_ctx *ctx)

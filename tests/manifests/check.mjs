@@ -4,8 +4,8 @@
 // base), every standalone Kustomization under it (cleanup), and every
 // Component under it applied on top of the base (components/*): resources,
 // components, JSON6902 patches, namespace and images are emulated below.
-// YAML files in a directory without a kustomization.yaml are examples (nfd):
-// they must parse and agree with the DaemonSet.
+// YAML files in a directory without a kustomization.yaml are examples (nfd,
+// examples): they must parse and agree with the DaemonSet.
 //
 // What is checked, on every object of every build:
 //  1. schema: the Kubernetes OpenAPI schema (kubernetes-models, ajv);
@@ -13,11 +13,14 @@
 //     kubernetes-types, whose excess-property check catches misspelled or
 //     misplaced fields;
 //  3. API rules: the API server's own validation of a DaemonSet and its pod
-//     template (Go code in kubernetes/kubernetes the schema cannot express),
+//     template, and of a Pod's spec (Go code in kubernetes/kubernetes the
+//     schema cannot express),
 //     ported below with the API server's messages, each rule next to the
 //     file and function it comes from;
 //  4. references: ServiceAccount, ConfigMap, $(VAR)s, kustomization files,
-//     the PodMonitor and the Node Feature Discovery rule against the DaemonSet;
+//     the PodMonitor, the Node Feature Discovery rule and a pod that opts in
+//     to lism exec (its host path, library and device socket) against the
+//     DaemonSet;
 //  5. lism policy (not the API server's): privileges, probes and ports,
 //     nodeSelector, SELinux/AppArmor, images = VERSION.
 // CRDs (PodMonitor, NodeFeatureRule) have no kubernetes-models schema nor
@@ -467,7 +470,10 @@ function withDefaults(ds) {
     us.rollingUpdate.maxSurge ??= 0;
   }
   s.revisionHistoryLimit ??= 10;
-  const pod = (((s.template ??= {}).spec ??= {}));
+  podDefaults(((s.template ??= {}).spec ??= {}));
+  return d;
+}
+function podDefaults(pod) {
   pod.dnsPolicy ||= "ClusterFirst";
   pod.restartPolicy ||= "Always";
   pod.securityContext ??= {};
@@ -491,7 +497,7 @@ function withDefaults(ds) {
       }
     }
   }
-  return d;
+  return pod;
 }
 
 // core validateLocalDescendingPath / validatePathNoBacksteps
@@ -1224,6 +1230,54 @@ const lismDS = (recs) => recs.map((r) => r.obj).find((o) => o?.kind === "DaemonS
 const affinityExprs = (ds) => (ds?.spec?.template?.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [])
   .flatMap((t) => t.matchExpressions ?? []);
 
+// examples: a pod that opts in to lism exec's rings (LD_PRELOAD names
+// liblism.so) mounts, read-only, the node directory where DaemonSet lism
+// serves its device socket and publishes liblism.so (user/daemon.c), and
+// names both as it sees them there
+const DEVICE_SOCKET = "/run/lism/device.sock"; // include/lism/exec.h LISM_DEVICE_SOCKET: lism run's and liblism's default
+const LIBRARY = "liblism.so";
+function deviceOnNode(ds) {
+  const pod = ds?.spec?.template?.spec ?? {};
+  const c = (pod.containers ?? []).find((x) => x.name === "lism");
+  if (!c) return null;
+  const args = [...(c.command ?? []), ...(c.args ?? [])].map(str);
+  let sock = str((c.env ?? []).find((e) => e.name === "LISM_DEVICE")?.value) || DEVICE_SOCKET;
+  for (const [i, a] of args.entries()) {
+    if (a.startsWith("--device-socket=")) sock = a.slice("--device-socket=".length);
+    else if (a === "--device-socket") sock = str(args[i + 1]);
+  }
+  const dir = path.posix.dirname(sock);
+  const m = (c.volumeMounts ?? []).find((x) => path.posix.normalize(str(x.mountPath)) === dir);
+  const host = (pod.volumes ?? []).find((v) => v.name === m?.name)?.hostPath?.path;
+  return { dir, host: host && path.posix.normalize(str(host)), name: path.posix.basename(sock) };
+}
+function execOptIn(rec, ds) {
+  const pod = podSpecOf(rec.obj);
+  const W = (m) => P(`${whereOf(rec)}: ${m}`);
+  const dev = deviceOnNode(ds);
+  for (const c of containersOf(pod)) {
+    const env = Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value]));
+    const lib = str(env.LD_PRELOAD).split(/[: ]+/).find((p) => path.posix.basename(p) === LIBRARY);
+    if (!lib) continue;
+    if (!dev?.host) {
+      W(`container ${c.name} preloads ${LIBRARY}, but DaemonSet lism mounts no host directory at its device socket's ${dev?.dir ?? "(no container lism)"}`);
+      continue;
+    }
+    const m = (c.volumeMounts ?? []).find((x) => path.posix.normalize(str(x.mountPath)) === path.posix.dirname(lib));
+    if (!m) {
+      W(`container ${c.name}: LD_PRELOAD ${lib} is not in a directory it mounts (the node's ${dev.host}, where DaemonSet lism publishes ${LIBRARY})`);
+      continue;
+    }
+    const hp = (pod.volumes ?? []).find((v) => v.name === m.name)?.hostPath;
+    if (!hp || path.posix.normalize(str(hp.path)) !== dev.host)
+      W(`container ${c.name} mounts ${hp ? `host path ${hp.path}` : `volume ${m.name}`} at ${m.mountPath}, not the node's ${dev.host}, where DaemonSet lism serves its device and publishes ${LIBRARY}`);
+    if (m.readOnly !== true) W(`lism policy: container ${c.name} mounts the node's ${dev.host} writable (readOnly: true: the library and the socket are lism's)`);
+    const want = path.posix.join(str(m.mountPath), dev.name), got = env.LISM_DEVICE ?? DEVICE_SOCKET;
+    if (got !== want)
+      W(`container ${c.name}: LISM_DEVICE ${got}${env.LISM_DEVICE === undefined ? " (unset: liblism's default)" : ""} is not ${want}, DaemonSet lism's device socket as the pod mounts it`);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // checkDir(DIR): build and check DIR; the lines to print (the last one says
 // "valid" or counts the problems) and whether it is valid
@@ -1322,6 +1376,7 @@ async function checkDir(dir) {
     for (const e of ValidateObjectMeta(obj)) R(rec, e);
     if (obj.kind === "ConfigMap") for (const e of ValidateConfigMap(obj)) R(rec, e);
     if (obj.kind === "DaemonSet") for (const e of ValidateDaemonSetSpec(withDefaults(obj).spec, "spec")) R(rec, e);
+    if (obj.kind === "Pod") for (const e of ValidatePodSpec(podDefaults(structuredClone(obj.spec ?? {})), "spec")) R(rec, e);
   }
 
   const tsErrors = typeCheck(typed);
@@ -1402,6 +1457,7 @@ async function checkDir(dir) {
   }
   for (const rec of exampleObjects)
     if (rec.obj && !isCRD(rec.obj) && !rec.obj.apiVersion) P(`${whereOf(rec)}: not a Kubernetes object`);
+    else if (podSpecOf(rec.obj)) execOptIn(rec, lismDS(base));
 
   const nObjects = distinct.size + exampleObjects.filter((r) => r.obj?.kind === "NodeFeatureRule").length;
   const builds = targets.map(labelOf).join(", ");

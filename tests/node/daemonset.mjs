@@ -1,10 +1,11 @@
-// Print how a DaemonSet of deploy/kubernetes runs its containers, as JSON,
-// for the node simulation to start each one exactly so: per container (init
-// containers first) its image, command and args with $(VAR) filled from its
-// ConfigMap (KEY=VALUE arguments override ConfigMap values, as an edited
-// ConfigMap would), privileges, read-only root, mounts (host path, mount
-// path, read-only, propagation), memory limit, probes' paths or commands.
-// Usage: node daemonset.mjs DIR NODE_MODULES DAEMONSET_NAME [KEY=VALUE ...]
+// Print how a DaemonSet (or a Pod) of deploy/kubernetes runs its containers,
+// as JSON, for the node simulation to start each one exactly so: per
+// container (init containers first) its image, command and args with $(VAR)
+// filled from its ConfigMap (KEY=VALUE arguments override ConfigMap values,
+// as an edited ConfigMap would), its own environment (env: KEY=VALUE),
+// privileges, read-only root, mounts (host path, mount path, read-only,
+// propagation), memory limit, probes' paths or commands.
+// Usage: node daemonset.mjs DIR NODE_MODULES NAME [KEY=VALUE ...]
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -14,12 +15,12 @@ const require = createRequire(path.resolve(modules ?? ".") + "/");
 const yaml = require("js-yaml");
 const docs = fs.readdirSync(dir).filter((f) => /\.ya?ml$/.test(f))
   .flatMap((f) => yaml.loadAll(fs.readFileSync(path.join(dir, f), "utf8"))).filter(Boolean);
-const ds = docs.find((d) => d.kind === "DaemonSet" && d.metadata.name === name);
+const ds = docs.find((d) => (d.kind === "DaemonSet" || d.kind === "Pod") && d.metadata.name === name);
 if (!ds) {
-  console.error(`no DaemonSet ${name} in ${dir}`);
+  console.error(`no DaemonSet or Pod ${name} in ${dir}`);
   process.exit(1);
 }
-const pod = ds.spec.template.spec;
+const pod = ds.kind === "Pod" ? ds.spec : ds.spec.template.spec;
 const bytes = (q) => {
   const m = /^([0-9]+)(Ki|Mi|Gi)?$/.exec(q ?? "");
   return m ? Number(m[1]) * { undefined: 1, Ki: 1024, Mi: 1 << 20, Gi: 1 << 30 }[m[2]] : 0;
@@ -44,13 +45,14 @@ const container = (c, init) => {
     image: c.image,
     command: (c.command ?? []).map(fill),
     args: (c.args ?? []).map(fill),
+    env: (c.env ?? []).filter((e) => e.value !== undefined).map((e) => `${e.name}=${fill(String(e.value))}`),
     privileged: !!sc.privileged,
     capsAdd: sc.capabilities?.add ?? [],
     capsDrop: sc.capabilities?.drop ?? [],
     readOnlyRootFilesystem: !!sc.readOnlyRootFilesystem,
     noNewPrivileges: sc.allowPrivilegeEscalation === false,
     mounts: (c.volumeMounts ?? []).map((m) => ({
-      host: pod.volumes.find((v) => v.name === m.name)?.hostPath?.path,
+      host: (pod.volumes ?? []).find((v) => v.name === m.name)?.hostPath?.path,
       path: m.mountPath,
       readOnly: !!m.readOnly,
       propagation: m.mountPropagation ?? "None",

@@ -19,7 +19,13 @@
 # take the shortcut (counters read inside the container), byte-exact
 # (sha256); a SYN to the other node's pod carries no lism option (while one
 # to a local pod does); a server pod outside lism's cgroup falls back
-# (peer-no-lism).  A lism that cannot load keeps its container running, not
+# (peer-no-lism).  lism exec in pods: the container's device serves at the
+# node's /run/lism and publishes its liblism.so there; "pods" that mount it
+# and set the environment as deploy/kubernetes/examples/exec-pod.yaml does
+# move a checksummed stream through a Service IP in a ring (lism's ring pair
+# count and the device's attaches say so), a pair with one end opted in stays
+# on TCP, byte-exact, and a pod that mapped the library keeps its copy whole
+# across a rollout.  A lism that cannot load keeps its container running, not
 # ready, saying why.  A restart (rollout) keeps the BPF state and the new
 # container adopts it, applying an edited ConfigMap where it can and saying
 # what it cannot; the cleanup DaemonSet's container then removes lism and
@@ -52,7 +58,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	fi
 	finish
 fi
-for tool in podman node nginx redis-server redis-cli redis-benchmark curl iptables bpftool taskset; do
+for tool in podman node nginx redis-server redis-cli redis-benchmark curl iptables bpftool taskset python3 unshare; do
 	command -v "$tool" >/dev/null || { bad "$tool is missing (make deps installs it)"; finish; }
 done
 [ -d "$build/manifests/node_modules/js-yaml" ] || { bad "js-yaml missing: run make check-manifests first"; finish; }
@@ -128,7 +134,9 @@ dnat() { # vip:port -> pod:port
 		-j DNAT --to-destination "$2"
 }
 dnat 10.96.0.10:80 10.244.2.2:8080 && dnat 10.96.0.11:6379 10.244.2.2:6379 &&
-	dnat 10.96.0.12:80 10.244.3.2:8080 || { bad "Service DNAT rules"; finish; }
+	dnat 10.96.0.12:80 10.244.3.2:8080 && dnat 10.96.0.13:9000 10.244.2.2:9000 &&
+	dnat 10.96.0.13:9001 10.244.2.2:9001 && dnat 10.96.0.13:9002 10.244.2.2:9002 ||
+	{ bad "Service DNAT rules"; finish; }
 # another node, behind the uplink: its pods (10.244.9.0/24) routed via its address
 ip netns add "$ns_r" && ip -n "$ns_r" link set lo up &&
 	ip link add up0 netns "$ns_node" type veth peer name eth0 netns "$ns_r" &&
@@ -405,6 +413,112 @@ progs_running=$(lism_progs)
 check "the container's programs are loaded ($progs_before before, $progs_running now)" \
 	[ "$progs_running" -gt "$progs_before" ]
 
+# --- lism exec in pods (docs/kubernetes.md, "Rings for pods that opt in"):
+# the container's device serves at the node's /run/lism (this run's
+# directory) and publishes its image's liblism.so beside the socket
+lib_pub=$tmp/run-lism/liblism.so
+wait_for() { # command...: until it succeeds (10 s)
+	for _ in $(seq 100); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
+published_by() { podman logs "$1" 2>&1 | grep -m1 'liblism.so published at /run/lism/liblism.so'; }
+is_published() { published_by "$1" >/dev/null; }
+wait_for is_published "$ctr"
+podman cp "$ctr:/usr/lib/lism/liblism.so" "$tmp/liblism.image.so" >/dev/null 2>&1
+lib_is_the_images() { [ -S "$tmp/run-lism/device.sock" ] && cmp -s "$lib_pub" "$tmp/liblism.image.so"; }
+check "the container publishes its image's liblism.so beside its device socket in the node's /run/lism (mode $(stat -c %a "$lib_pub" 2>/dev/null))" \
+	[ "$(lib_is_the_images && stat -c %a "$lib_pub")" = 644 ]
+check "and logs it: $(published_by "$ctr" | cut -c1-110)..." is_published "$ctr"
+# The example pod's environment and volumes, its host paths mapped to this
+# run's as the DaemonSet's are
+pod_spec=$(spec_of "$root/deploy/kubernetes/examples" redis) || { bad "reading the example pod"; finish; }
+mapfile -t pod_env < <(field "$pod_spec" redis env)
+mapfile -t pod_mounts < <(node -e '
+	const [spec, devdir] = process.argv.slice(1);
+	for (const m of JSON.parse(spec).containers[0].mounts) {
+		if (m.host !== "/run/lism") { console.log(`unmapped host path ${m.host}`); continue; }
+		console.log(devdir, m.path, m.readOnly ? "ro" : "rw");
+	}' "$pod_spec" "$tmp/run-lism")
+printf '%s\n' "${pod_mounts[@]}" | grep -q '^unmapped' && { bad "the example pod: ${pod_mounts[*]}"; finish; }
+read -ra pod_mount_args <<<"${pod_mounts[*]}"
+# Start a command in pod netns $1 as the example pod's container runs it: in
+# the test's cgroup, in a mount namespace of its own with the pod's volumes
+# (over a tmpfs where the node lacks the mount point: the host's own
+# /run/lism is never touched), with the pod's environment.
+pod_mount_script='
+	while [ "$1" != -- ]; do
+		src=$1 dst=$2 mode=$3
+		shift 3
+		[ -d "$dst" ] || { mount -t tmpfs -o mode=0755 pod "$(dirname "$dst")" && mkdir "$dst"; } || exit 1
+		mount --bind "$src" "$dst" || exit 1
+		[ "$mode" = rw ] || mount -o remount,bind,ro "$dst" || exit 1
+	done
+	shift
+	exec env "$@"'
+in_pod() ( # ns, command...  (in the background $! is the subshell, the command its child)
+	ns=$1
+	shift
+	exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" ip netns exec "$ns" \
+		unshare -m --propagation private sh -c "$pod_mount_script" pod "${pod_mount_args[@]}" -- "${pod_env[@]}" "$@"
+)
+pod_sees_it() {
+	in_pod "$ns_a" sh -c 'test -r "${LD_PRELOAD##*:}" && test -S "$LISM_DEVICE" &&
+		! touch "$(dirname "$LISM_DEVICE")/x" 2>/dev/null'
+}
+check "a pod as the example (${pod_env[*]}; /run/lism ${pod_mount_args[2]}) sees the library and the socket, read-only" pod_sees_it
+# A checksummed stream from pod a to the Service IP 10.96.0.13, DNAT'd to pod b
+stream_py=$root/tests/programs/sha_stream.py
+serve_bg() { # runner (in_pod or in_cgroup), port, output file[, nonblock]: the server, listening;
+	# the runner's job in $srv, the server's own pid in $srv_pid
+	"$1" "$ns_b" python3 "$stream_py" serve 0.0.0.0 "$2" ${4:-} >"$3" 2>&1 &
+	srv=$! srv_pid=
+	pids+=($srv)
+	wait_for grep -q '^listening pid' "$3" || return 1
+	srv_pid=$(awk '$1 == "listening" { print $3; exit }' "$3")
+	pids+=($srv_pid)
+}
+send_fg() { # runner, port, bytes, output file
+	"$1" "$ns_a" python3 "$stream_py" send 10.96.0.13 "$2" "$3" >"$4" 2>&1
+}
+end_server() { # its output file: once it has said its line (a client that failed leaves it in accept)
+	wait_for grep -q '^bytes' "$1"
+	kill $srv_pid "$srv" 2>/dev/null
+	wait "$srv" 2>/dev/null
+}
+word() { awk -v k="$2" '$1 == "bytes" { for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$1"; }
+same_stream() { # server output, client output, bytes
+	[ "$(word "$1" bytes)" = "$3" ] && [ "$(word "$2" bytes)" = "$3" ] &&
+		[ -n "$(word "$1" sha256)" ] && [ "$(word "$1" sha256)" = "$(word "$2" sha256)" ]
+}
+attaches() { http_get "$port" /metrics | awk '$1 == "lism_device_attaches_total" { print $2 }'; }
+total=$((256 << 20))
+r0=$(stat_of ring_pairs) a0=$(attaches)
+serve_bg in_pod 9000 "$tmp/serve.out" || bad "the server pod did not listen: $(tail -2 "$tmp/serve.out")"
+send_fg in_pod 9000 "$total" "$tmp/send.out"
+end_server "$tmp/serve.out"
+r1=$(stat_of ring_pairs) a1=$(attaches) tcp=$(word "$tmp/serve.out" tcp)
+check "client pod -> Service IP -> server pod, both as the example: $((total >> 20)) MiB, sha256 equal" \
+	same_stream "$tmp/serve.out" "$tmp/send.out" "$total"
+same_stream "$tmp/serve.out" "$tmp/send.out" "$total" || sed 's/^/node-sim: /' "$tmp/serve.out" "$tmp/send.out"
+check "through a ring: lism's ring pairs $r0 -> $r1, the device's attaches $a0 -> $a1 (one per end)" \
+	[ "$r1" = $((r0 + 1)) -a "${a1:-0}" = $((${a0:-0} + 2)) ]
+check "and its TCP connection carried doorbells only (${tcp:-?} bytes of $total)" [ "${tcp:--1}" -ge 0 -a "${tcp:-0}" -lt $((total / 1000)) ]
+# Only the client's pod opts in, its server (non-blocking, as event loops
+# are: one that the sk_msg path would take) not: the pair stays on TCP, since
+# an end under the library never takes the sk_msg path; every byte there
+total=$((64 << 20))
+r0=$(stat_of ring_pairs) a0=$(attaches) n0=$(stat_of reason:exec-peer-no-lib) b0=$(stat_of shortcut_bytes)
+serve_bg in_cgroup 9001 "$tmp/serve-tcp.out" nonblock ||
+	bad "the server pod did not listen: $(tail -2 "$tmp/serve-tcp.out")"
+send_fg in_pod 9001 "$total" "$tmp/send-tcp.out"
+end_server "$tmp/serve-tcp.out"
+r1=$(stat_of ring_pairs) a1=$(attaches) n1=$(stat_of reason:exec-peer-no-lib) b1=$(stat_of shortcut_bytes)
+tcp=$(word "$tmp/serve-tcp.out" tcp)
+check "client pod as the example -> Service IP -> a server pod without it: $((total >> 20)) MiB, sha256 equal" \
+	same_stream "$tmp/serve-tcp.out" "$tmp/send-tcp.out" "$total"
+check "on TCP with reason exec-peer-no-lib ($n0 -> $n1): no ring ($r0 -> $r1), no attach ($a0 -> $a1), no shortcut bytes ($((b1 - b0))), all $total over TCP (${tcp:-?})" \
+	[ "$n1" = $((n0 + 1)) -a "$r1" = "$r0" -a "$a1" = "$a0" -a "$b1" = "$b0" -a "${tcp:-0}" -ge "$total" ]
+
 # --- memory, under the DaemonSet's limit (podman --memory): the peak of each
 # lism container's own cgroup (BPF maps are charged to it), loading and
 # serving here, adopting and upgrading and idling with the probe below
@@ -432,6 +546,10 @@ check_memory "$ctr" "loading and serving"
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 { wait; } 2>/dev/null
 pids=()
+# a server pod under the library, up across the rollout
+lib_ino=$(stat -c %i "$lib_pub")
+serve_bg in_pod 9002 "$tmp/serve-held.out" || bad "the server pod did not listen: $(tail -2 "$tmp/serve-held.out")"
+held_srv=$srv held_pid=$srv_pid
 podman --runtime runc stop -t 30 "$ctr" >/dev/null
 code=$(podman inspect -f '{{.State.ExitCode}}' "$ctr")
 check "the container exits 0 on SIGTERM (exit $code)" [ "$code" = 0 ]
@@ -446,6 +564,21 @@ mapfile -t args2 < <(field "$spec2" lism args | sed -e "s|^--cgroup=/host/cgroup
 start_lism "$ctr" -- "${args2[@]}" || bad "starting the next lism container"
 check "the next container adopts the instance: /healthz 200" wait_http "$port" /healthz
 check "its log says it adopted it" grep -q 'adopting the instance' <(podman logs "$ctr" 2>&1)
+wait_for is_published "$ctr"
+podman cp "$ctr:/usr/lib/lism/liblism.so" "$tmp/liblism.image.so" >/dev/null 2>&1
+new_copy() { lib_is_the_images && [ "$(stat -c %i "$lib_pub")" != "$lib_ino" ]; }
+check "it publishes its liblism.so anew, renamed over the old copy (inode $lib_ino -> $(stat -c %i "$lib_pub"))" new_copy
+check "a server pod started before keeps the copy it mapped, whole ($(grep -m1 -o '[^ ]*liblism.so.*' "/proc/$held_pid/maps"))" \
+	grep -q 'liblism.so (deleted)$' "/proc/$held_pid/maps"
+total=$((64 << 20))
+r0=$(stat_of ring_pairs) a0=$(attaches)
+send_fg in_pod 9002 "$total" "$tmp/send-held.out"
+srv=$held_srv srv_pid=$held_pid
+end_server "$tmp/serve-held.out"
+r1=$(stat_of ring_pairs) a1=$(attaches)
+check "a new client pod to it through the Service IP: $((total >> 20)) MiB, sha256 equal, in a ring from the new container's device (ring pairs $r0 -> $r1, attaches $a0 -> $a1)" \
+	[ "$(same_stream "$tmp/serve-held.out" "$tmp/send-held.out" "$total" && echo y)" = y -a \
+	"$r1" = $((r0 + 1)) -a "${a1:-0}" = $((${a0:-0} + 2)) ]
 max=$(lism_in status -j | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).max_dmbs))')
 check "the edited LISM_MAX_DMBS is applied (max_dmbs $max)" [ "$max" = 4000 ]
 http_get "$port" /metrics >"$tmp/metrics.txt"
