@@ -189,11 +189,21 @@ $(BUILD)/tests/exec-peer: tests/programs/exec_peer.c | $(BUILD)/tests
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE $< -o $@
 
-$(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(LIB_OBJS) $(EXEC_OBJS) \
-		$(USER_HDRS) $(TEST_BPF_SKELS) $(BUILD)/tests/exec-peer $(BUILD)/liblism.so | $(BUILD)/tests
+# The scenarios of docs/semantics.md: run in the integration test's own
+# process (plain TCP, the sk_msg path) and by semantics-peer under lism exec (a ring).
+SEM_SRCS := tests/programs/semantics.c
+SEM_HDRS := tests/programs/semantics.h tests/integration/slow.h
+$(BUILD)/tests/semantics-peer: tests/programs/semantics_peer.c $(SEM_SRCS) $(SEM_HDRS) | $(BUILD)/tests
 	$(call say,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) -Itests/integration -I$(BUILD)/tests $(INTEG_SRCS) $(LIB_OBJS) $(EXEC_OBJS) \
-		$(USER_LIBS) -lcriterion -lpthread -o $@
+	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Itests/programs -Itests/integration \
+		tests/programs/semantics_peer.c $(SEM_SRCS) -o $@
+
+$(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(SEM_SRCS) $(SEM_HDRS) $(LIB_OBJS) \
+		$(EXEC_OBJS) $(USER_HDRS) $(TEST_BPF_SKELS) $(BUILD)/tests/exec-peer $(BUILD)/tests/semantics-peer \
+		$(BUILD)/liblism.so | $(BUILD)/tests
+	$(call say,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -Itests/integration -Itests/programs -I$(BUILD)/tests $(INTEG_SRCS) $(SEM_SRCS) \
+		$(LIB_OBJS) $(EXEC_OBJS) $(USER_LIBS) -lcriterion -lpthread -o $@
 
 # libFuzzer targets: the TCP option parser (wire input), the command line,
 # and the ring DMB reader and writer (a header the peer process writes).

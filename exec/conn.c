@@ -226,6 +226,17 @@ static int iov_skip(const struct iovec *iov, int iovcnt, size_t n, struct iovec 
 }
 
 /*
+ * The kernel said the connection is broken (a reset), once: reads say it
+ * once the ring is read, and sends fail from now on, as TCP's do after
+ * its reset (its peer reads no more).
+ */
+static void rx_broken(struct lism_conn *c, int err)
+{
+	c->rx_err = err;
+	__atomic_or_fetch(&c->flags, LISM_CONN_RESET, __ATOMIC_RELEASE);
+}
+
+/*
  * The ring is empty: what the TCP connection says, now or (@wait) once
  * something comes -- a doorbell, run bytes, a FIN or a reset; asleep in the
  * kernel, so SO_RCVTIMEO, signals and SA_RESTART are its own.  0: nothing
@@ -249,7 +260,7 @@ static int tcp_look(struct lism_conn *c, int fd, int wait)
 	if (seen == 0)
 		return c->rx_err ?: -ENOTCONN;
 	if (seen == -ECONNRESET || seen == -EPIPE) {
-		c->rx_err = (int)seen; /* the kernel says it once */
+		rx_broken(c, (int)seen);
 		return 1;
 	}
 	if (seen < 0)
@@ -355,7 +366,7 @@ static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov,
 				if (err == -EPROTO)
 					rx_fail(c, fd, err);
 				else if (err)
-					c->rx_err = err;
+					rx_broken(c, err);
 			}
 			/* room freed: a writer sleeping for it wakes */
 			if (lism_ring_rx_ring(&c->map.rx))
@@ -401,6 +412,9 @@ static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov,
 		r = say == -ENOTCONN ? 0 : rx_fail(c, fd, say);
 		break;
 	}
+	/* said once, as the kernel does: the next read is the end of the stream */
+	if (!got && r < 0 && r == c->rx_err)
+		c->rx_err = 0;
 	if (got)
 		return (ssize_t)got;
 	return r;
@@ -572,10 +586,15 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 	}
 	for (;;) {
 		const struct iovec *v = iov;
+		__u32 state = flags_now(c);
 		int vn = iovcnt;
 
-		if (flags_now(c) & LISM_CONN_ABORTED) {
+		if (state & LISM_CONN_ABORTED) {
 			r = -ECONNRESET;
+			break;
+		}
+		if (state & LISM_CONN_RESET) {
+			r = -EPIPE; /* not into a ring nobody reads: TCP's send fails after its reset */
 			break;
 		}
 		if (c->tx_err) {

@@ -41,6 +41,7 @@
 /* lism_conn.flags */
 #define LISM_CONN_RD_SHUT (1u << 0) /* shutdown(SHUT_RD): reads say the end of the stream */
 #define LISM_CONN_ABORTED (1u << 1) /* reset here: every call says ECONNRESET */
+#define LISM_CONN_RESET   (1u << 2) /* the kernel said the connection was reset: sends say EPIPE */
 
 struct lism_conn {
 	pthread_mutex_t rx_lock;
@@ -49,7 +50,7 @@ struct lism_conn {
 	__u32 flags;
 	int tx_err;              /* an error a doorbell met, said by the next send */
 	__u32 bells_due;         /* doorbells a non-blocking send left due: its send buffer was full */
-	int rx_err;              /* an error TCP said once (a reset), said once the ring is read */
+	int rx_err;              /* an error TCP said once (a reset), said once when the ring is read */
 	int nonblock;            /* O_NONBLOCK as the wrappers last set it; -1: not read yet */
 };
 

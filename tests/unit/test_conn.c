@@ -323,6 +323,27 @@ Test(conn, a_reset_is_econnreset_after_the_bytes)
 	cpair_close(&p);
 }
 
+/* As TCP: the reset said once, then the end of the stream, and a send after it fails (semantics/reset_*). */
+Test(conn, a_reset_is_said_once_then_eof_and_sends_fail)
+{
+	struct cpair p;
+	struct linger lg = { 1, 0 };
+	char buf[64];
+
+	cpair_open(&p, 4096);
+	cr_assert_eq(csend(&p, 0, "read", 4, 0), 4);
+	cr_assert_eq(crecv(&p, 1, buf, sizeof(buf), 0), 4);
+	setsockopt(p.fd[1], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	lism_conn_release(p.c[1], p.fd[1]);
+	p.c[1] = NULL;
+	close(p.fd[1]); /* the reader's abortive close */
+	p.fd[1] = -1;
+	cr_assert_eq(crecv(&p, 0, buf, sizeof(buf), 0), -ECONNRESET);
+	cr_assert_eq(crecv(&p, 0, buf, sizeof(buf), 0), 0, "said once, then the end of the stream");
+	cr_assert_eq(csend(&p, 0, "x", 1, MSG_NOSIGNAL), -EPIPE, "nothing into a ring nobody reads");
+	cpair_close(&p);
+}
+
 static void *close_later(void *arg)
 {
 	struct cpair *p = arg;
