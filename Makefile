@@ -17,7 +17,7 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 # Debian 12 packages every target needs; `make deps` installs the missing ones.
 DEB_PACKAGES := make gcc clang llvm libclang-rt-14-dev libbpf-dev bpftool libcriterion-dev libmnl-dev \
 	libelf-dev zlib1g-dev pkg-config libjson-c-dev libmicrohttpd-dev iproute2 iptables procps util-linux curl \
-	podman runc nginx-light redis-server redis-tools
+	podman runc nginx-light redis-server redis-tools postgresql openssh-server openssh-client
 
 ifeq ($(V),1)
 Q :=
@@ -92,8 +92,9 @@ help:
 	@echo 'V=1               show the commands'
 
 # Install those of the Debian packages $(1) that are missing, so a prepared
-# machine needs no network.  nginx and redis are test workloads: their system
-# services are disabled.
+# machine needs no network.  nginx, redis, PostgreSQL and sshd are test
+# workloads: the system services of those it installs are disabled (an sshd
+# that was there before stays: the machine may be reached through it).
 define apt_missing
 	$(Q)missing=$$(for p in $(1); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
@@ -104,7 +105,9 @@ define apt_missing
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
 		if [ -d /run/systemd/system ]; then \
-			systemctl disable --now -q redis-server nginx 2>/dev/null || true; \
+			for p in $$missing; do case $$p in redis-server) echo redis-server;; nginx-light) echo nginx;; \
+				postgresql) echo postgresql;; openssh-server) echo ssh;; esac; done | \
+				xargs -r systemctl disable --now -q 2>/dev/null || true; \
 		fi; \
 	fi
 endef

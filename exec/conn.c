@@ -24,25 +24,96 @@
 
 #include "exec/conn.h"
 
+/*
+ * Set once the process is about to take a seccomp filter (lism_conn_sandbox):
+ * sshd's pre-auth child keeps read, write and poll for its socket and is
+ * killed at a recvfrom or a sendmsg.  From then on a ring end reaches TCP
+ * through those three alone.
+ */
+static int sandboxed;
+
+static int poll_one(int fd, short events, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	long n = syscall(SYS_poll, &p, 1, ms);
+
+	return n < 0 ? -errno : n ? p.revents : 0;
+}
+
+/* recv for a sandboxed process: read(2), once poll(2) says it will not
+ * block (MSG_DONTWAIT), or until @n bytes (MSG_WAITALL).  No MSG_PEEK. */
+static ssize_t read_recv(int fd, char *buf, size_t n, int flags)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		int ev = flags & MSG_DONTWAIT ? poll_one(fd, POLLIN, 0) : POLLIN;
+		long r;
+
+		if (ev <= 0)
+			return got ? (ssize_t)got : ev ?: -EAGAIN;
+		r = syscall(SYS_read, fd, buf + got, n - got);
+		if (r < 0 && errno == EAGAIN && !(flags & MSG_DONTWAIT)) {
+			poll_one(fd, POLLIN, -1); /* O_NONBLOCK, and waiting */
+			continue;
+		}
+		if (r <= 0)
+			return got ? (ssize_t)got : r ? -errno : 0;
+		got += (size_t)r;
+		if (!(flags & MSG_WAITALL))
+			break;
+	}
+	return (ssize_t)got;
+}
+
+/* sendmsg for a sandboxed process: write(2) of the first iovec, not
+ * waiting if poll(2) says it would (MSG_DONTWAIT), and never into a reset
+ * or shut socket, whose write would raise SIGPIPE. */
+static ssize_t write_send(int fd, const struct msghdr *m, int flags)
+{
+	int ev = poll_one(fd, POLLOUT, 0);
+	long r;
+
+	if (ev < 0)
+		return ev;
+	if (ev & POLLERR)
+		return -ECONNRESET;
+	if (ev & POLLHUP)
+		return -EPIPE;
+	if (!(ev & POLLOUT) && (flags & MSG_DONTWAIT))
+		return -EAGAIN;
+	r = syscall(SYS_write, fd, m->msg_iov[0].iov_base, m->msg_iov[0].iov_len);
+	return r < 0 ? -errno : r;
+}
+
 /* The kernel's calls, past liblism's wrappers: -errno on failure. */
 static ssize_t sys_recv(int fd, void *buf, size_t n, int flags)
 {
-	long r = syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
+	long r;
 
+	if (sandboxed && !(flags & MSG_PEEK))
+		return read_recv(fd, buf, n, flags);
+	r = syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
 	return r < 0 ? -errno : r;
 }
 
 static ssize_t sys_sendmsg(int fd, const struct msghdr *m, int flags)
 {
-	long r = syscall(SYS_sendmsg, fd, m, flags);
+	long r;
 
+	if (sandboxed && !(flags & MSG_OOB) && m->msg_iovlen)
+		return write_send(fd, m, flags);
+	r = syscall(SYS_sendmsg, fd, m, flags);
 	return r < 0 ? -errno : r;
 }
 
 static ssize_t sys_recvmsg(int fd, struct msghdr *m, int flags)
 {
-	long r = syscall(SYS_recvmsg, fd, m, flags);
+	long r;
 
+	if (sandboxed && m->msg_iovlen) /* the first iovec: a short count */
+		return sys_recv(fd, m->msg_iov[0].iov_base, m->msg_iov[0].iov_len, flags);
+	r = syscall(SYS_recvmsg, fd, m, flags);
 	return r < 0 ? -errno : r;
 }
 
@@ -88,6 +159,14 @@ static int nonblocking(struct lism_conn *c, int fd, int flags)
 void lism_conn_set_nonblock(struct lism_conn *c, int on)
 {
 	__atomic_store_n(&c->nonblock, !!on, __ATOMIC_RELAXED);
+}
+
+void lism_conn_sandbox(struct lism_conn *c, int fd)
+{
+	if (c)
+		(void)nonblocking(c, fd, 0); /* fcntl: asked now, while it may be */
+	else
+		sandboxed = 1;
 }
 
 /* Set by atomic ORs from either direction's lock, or none (shutdown). */
@@ -165,7 +244,8 @@ void lism_conn_abort(struct lism_conn *c, int fd)
 
 	__atomic_or_fetch(&c->flags, LISM_CONN_ABORTED, __ATOMIC_RELEASE);
 	lism_ring_tx_set_state(&c->map.tx, LISM_RING_ABORT);
-	syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	if (!sandboxed) /* sandboxed, the close is a FIN: the ring's state says the reset */
+		syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	syscall(SYS_shutdown, fd, SHUT_RDWR); /* the peer's sleeping reader wakes */
 }
 
@@ -237,6 +317,23 @@ static void rx_broken(struct lism_conn *c, int err)
 }
 
 /*
+ * recv(MSG_PEEK)'s answer from poll(2), for a sandboxed process: 1 for
+ * bytes there, 0 for the peer's FIN, -ECONNRESET, -EAGAIN (nothing, not
+ * waiting), -EINTR.  Bytes before a FIN read as the FIN: the caller reads
+ * the ring again before it says the end.
+ */
+static ssize_t poll_look(int fd, int wait)
+{
+	int ev = poll_one(fd, POLLIN | POLLRDHUP, wait ? -1 : 0);
+
+	if (ev <= 0)
+		return ev ?: -EAGAIN;
+	if (ev & POLLERR)
+		return -ECONNRESET;
+	return ev & (POLLRDHUP | POLLHUP) ? 0 : 1;
+}
+
+/*
  * The ring is empty: what the TCP connection says, now or (@wait) once
  * something comes -- a doorbell, run bytes, a FIN or a reset; asleep in the
  * kernel, so SO_RCVTIMEO, signals and SA_RESTART are its own.  0: nothing
@@ -252,11 +349,23 @@ static int tcp_look(struct lism_conn *c, int fd, int wait)
 	if (wait) /* not holding the lock asleep: a shutdown or a FIONREAD on another
 		     thread goes on, and a process killed asleep leaves it consistent */
 		pthread_mutex_unlock(&c->rx_lock);
-	seen = sys_recv(fd, buf, sizeof(buf), MSG_PEEK | (wait ? 0 : MSG_DONTWAIT));
+	if (sandboxed)
+		seen = poll_look(fd, wait);
+	else
+		seen = sys_recv(fd, buf, sizeof(buf), MSG_PEEK | (wait ? 0 : MSG_DONTWAIT));
 	if (wait)
 		lock(c, &c->rx_lock);
 	if (seen == -EAGAIN && !wait)
 		return 0;
+	if (sandboxed && seen == -ECONNRESET && c->rx_err)
+		seen = 0; /* poll says it again: it was said */
+	if (sandboxed && seen == 0) {
+		/* a FIN, and maybe doorbells before it: the owed ones go */
+		int err = eat(c, fd, c->map.rx.owed, 0);
+
+		if (err && !c->rx_err)
+			c->rx_err = err;
+	}
 	if (seen == 0)
 		return c->rx_err ?: -ENOTCONN;
 	if (seen == -ECONNRESET || seen == -EPIPE) {
@@ -306,10 +415,14 @@ static ssize_t recv_run(struct lism_conn *c, int fd, const struct iovec *iov, in
 	if (left <= 0)
 		return left;
 	m.msg_iovlen = (size_t)iov_cap(iov, iovcnt, (size_t)left, capped, 64);
-	if (final || (flags & MSG_PEEK)) {
+	if (final || (flags & MSG_PEEK) || sandboxed) {
 		r = sys_recvmsg(fd, &m, (flags & MSG_PEEK) | MSG_DONTWAIT);
 		if (r > 0 && (flags & MSG_PEEK))
 			r = (ssize_t)lism_ring_run_valid(rx, (size_t)r);
+		/* sandboxed, there is no look first: a read past the run (its writer
+		 * took back counted bytes, ended it and sent on meanwhile) resets */
+		else if (r > 0 && !final && lism_ring_run_valid(rx, (size_t)r) != (size_t)r)
+			return -EPROTO;
 	} else {
 		/* the count may hold bytes never sent, and the run may end
 		 * meanwhile: look, then take only what was the run's */
@@ -504,6 +617,8 @@ static int peer_gone(struct lism_conn *c, int fd)
  * interrupted while it waited on the futex goes on, as the kernel's would. */
 static int signals_restart(void)
 {
+	if (sandboxed)
+		return 0; /* sigaction is not the sandbox's: the futex's EINTR */
 	for (int s = 1; s < NSIG; s++) {
 		struct sigaction sa;
 
@@ -520,6 +635,8 @@ static long sndtimeo_ms(int fd)
 	struct timeval tv = { 0 };
 	socklen_t len = sizeof(tv);
 
+	if (sandboxed)
+		return -1; /* getsockopt is not the sandbox's */
 	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) || (!tv.tv_sec && !tv.tv_usec))
 		return -1;
 	return tv.tv_sec * 1000 + tv.tv_usec / 1000;

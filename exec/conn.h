@@ -88,6 +88,16 @@ ssize_t lism_conn_sendfile(struct lism_conn *c, int fd, ssize_t (*kernel)(void *
 /* fcntl(F_SETFL) or ioctl(FIONBIO) changed O_NONBLOCK (the file's, shared by dups and after fork). */
 void lism_conn_set_nonblock(struct lism_conn *c, int on);
 
+/*
+ * The process is about to take a seccomp filter (prctl PR_SET_SECCOMP):
+ * for each ring @c of the process first, what it would ask the kernel
+ * later (O_NONBLOCK) is asked now; then with @c NULL, its ring ends reach
+ * TCP through read, write and poll alone (sshd's pre-auth child is killed
+ * at a recvfrom or a sendmsg).  Sandboxed, a reader cannot peek at a run
+ * that is not final: a read that went past it resets the connection.
+ */
+void lism_conn_sandbox(struct lism_conn *c, int fd);
+
 /* Reset: the peer's reads say ECONNRESET, and so do ours; the close sends RST. */
 void lism_conn_abort(struct lism_conn *c, int fd);
 

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -85,6 +86,7 @@ static struct {
 	ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
 	int (*close_range)(unsigned int, unsigned int, int);
 	void (*closefrom)(int);
+	int (*prctl)(int, ...);
 } real;
 
 static void resolve(void)
@@ -92,7 +94,7 @@ static void resolve(void)
 #define R(name) real.name = dlsym(RTLD_NEXT, #name)
 	R(connect); R(listen); R(accept4); R(read); R(readv); R(recvfrom); R(recvmsg); R(write);
 	R(writev); R(sendto); R(sendmsg); R(close); R(shutdown); R(ioctl); R(fcntl); R(dup); R(dup2);
-	R(dup3); R(sendfile); R(splice); R(close_range); R(closefrom);
+	R(dup3); R(sendfile); R(splice); R(close_range); R(closefrom); R(prctl);
 #undef R
 }
 
@@ -693,6 +695,45 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 		return r;
 	}
 	return REAL(ioctl)(fd, req, arg);
+}
+
+/*
+ * A seccomp filter goes in (sshd's pre-auth child: read, write, poll and
+ * futex for its socket, death at anything else liblism would call): every
+ * socket is decided and its O_NONBLOCK read while that may be done, and
+ * the rings reach TCP through read, write and poll from now on.
+ */
+static void sandbox(void)
+{
+	for (unsigned int c = 0; c < CHUNKS; c++) {
+		if (!__atomic_load_n(&table[c], __ATOMIC_ACQUIRE))
+			continue;
+		for (unsigned int i = 0; i < 1u << CHUNK_BITS; i++) {
+			int fd = (int)(c << CHUNK_BITS | i);
+			struct fdent *e;
+			struct lism_conn *conn = ring_of(fd, &e);
+
+			if (conn)
+				lism_conn_sandbox(conn, fd);
+			if (e)
+				ent_put(e, -1);
+		}
+	}
+	lism_conn_sandbox(NULL, -1);
+}
+
+EXPORT int prctl(int option, ...)
+{
+	unsigned long a[4];
+	va_list ap;
+
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long); /* as glibc's own: unused ones are whatever the registers hold */
+	va_end(ap);
+	if (option == PR_SET_SECCOMP)
+		sandbox();
+	return REAL(prctl)(option, a[0], a[1], a[2], a[3]);
 }
 
 /*

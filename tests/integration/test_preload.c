@@ -5,7 +5,9 @@
  * checksummed 10 GiB stream whose TCP connection carried only doorbells,
  * an edge-triggered non-blocking reader, kill -9 of either end mid-stream,
  * a Python asyncio echo over 200 connections, nginx serving a file by
- * sendfile to curl, redis under redis-benchmark with its data checked, and
+ * sendfile to curl, redis under redis-benchmark with its data checked,
+ * PostgreSQL's forked backends under pgbench with the bank's books checked,
+ * sshd's fork, re-exec and sandboxed child carrying a checksummed stream, and
  * a peer without the library staying on TCP.
  */
 #include <criterion/criterion.h>
@@ -30,12 +32,21 @@
 static struct env e;
 static struct lism_broker *dev;
 static char bin[PATH_MAX], peer[PATH_MAX], programs[PATH_MAX];
+/* A witness's directory, and /run/sshd if the test made it: removed after the test, failed or not. */
+static char scratch[PATH_MAX];
+static int made_run_sshd;
 
 static void down(void)
 {
 	lism_broker_stop(dev);
 	dev = NULL;
-	env_down(&e);
+	env_down(&e); /* its processes die with its cgroup */
+	if (scratch[0])
+		sh("rm -rf %s", scratch);
+	scratch[0] = '\0';
+	if (made_run_sshd)
+		rmdir("/run/sshd");
+	made_run_sshd = 0;
 }
 
 static void gate(void)
@@ -331,6 +342,146 @@ Test(preload, a_peer_without_the_library_stays_on_tcp_and_says_why)
 	cr_assert_eq(s.stats[LISM_S_RING_PAIRS], 0);
 	/* a blocking client is declined at its connect, before the decision would say exec-peer-no-lib */
 	cr_assert_geq(s.reasons[LISM_R_EXEC_PEER_NO_LIB] + s.reasons[LISM_R_BLOCKING], 1);
+}
+
+/* A program a witness runs is missing: under CI=true a failure (make deps installs it), else a skip. */
+static void missing(const char *what)
+{
+	const char *ci = getenv("CI");
+
+	if (ci && !strcmp(ci, "true"))
+		cr_assert_fail("%s is missing (make deps installs it), and CI=true forbids skipping", what);
+	cr_skip_test("%s is missing (make deps installs it); skipped", what);
+}
+
+/* A directory of the test's own in scratch, 0755 (programs run as nobody read it). */
+static void scratch_dir(const char *what)
+{
+	snprintf(scratch, sizeof(scratch), "/tmp/lism-%s-XXXXXX", what);
+	cr_assert_not_null(mkdtemp(scratch));
+	cr_assert_eq(chmod(scratch, 0755), 0);
+}
+
+/*
+ * PostgreSQL: a server under lism exec forks a backend per connection
+ * (the postmaster accepts, the backend takes the ring at its first call);
+ * pgbench's clients move the bank's money around through rings, and the
+ * books must balance: every account, branch and teller total equals the sum
+ * of the history's deltas, one history row per transaction pgbench counted,
+ * none failed.
+ */
+Test(preload, postgresql_backends_under_pgbench_keep_the_books)
+{
+	char pg[PATH_MAX], cmd[PATH_MAX * 8], out[4096] = "", buf[8192] = "", build[PATH_MAX], *nl;
+	unsigned long long done, pairs, sums[5];
+	int fd;
+	pid_t srv;
+
+	/* Debian's (make deps), before a PATH's: CI and a developer's machine run the same */
+	if (sh_out("for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -rV) "
+		   "$(dirname \"$(command -v postgres || echo /none/postgres)\"); do "
+		   "[ -x $d/postgres ] && [ -x $d/initdb ] && [ -x $d/pgbench ] && [ -x $d/psql ] && "
+		   "{ echo $d; exit 0; }; done; exit 1",
+		   pg, sizeof(pg)))
+		missing("PostgreSQL (postgres, initdb, pgbench, psql)");
+	pg[strcspn(pg, "\n")] = '\0';
+	up();
+	scratch_dir("pg");
+	/* postgres refuses root: nobody runs it, with the library where nobody reads it */
+	snprintf(build, sizeof(build), "%s", bin);
+	snprintf(cmd, sizeof(cmd),
+		 "cp %s/liblism.so %s/ && chown nobody %s && cd %s && "
+		 "setpriv --reuid=nobody --regid=nogroup --clear-groups -- %s/initdb -D %s/data -U postgres "
+		 "-A trust --no-locale -E UTF8 --no-sync 2>&1",
+		 dirname(build), scratch, scratch, scratch, pg, scratch);
+	cr_assert_eq(sh_out(cmd, out, sizeof(out)), 0, "initdb: %s", out);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && LISM_LIBRARY=%s/liblism.so exec %s exec -- setpriv --reuid=nobody --regid=nogroup "
+		 "--clear-groups -- %s/postgres -D %s/data -c listen_addresses=127.0.0.1 -p 7510 -k %s "
+		 "-c fsync=off 2>&1",
+		 scratch, scratch, bin, pg, scratch, scratch);
+	srv = spawn_sh(cmd, &fd);
+	cr_assert_gt(wait_output(fd, buf, sizeof(buf), "ready to accept connections", 30000), 0, "postgres: %s", buf);
+	snprintf(cmd, sizeof(cmd), "%s exec -- %s/pgbench -h 127.0.0.1 -p 7510 -U postgres -i -s 2 postgres 2>&1", bin,
+		 pg);
+	cr_assert_eq(sh_out(cmd, out, sizeof(out)), 0, "pgbench -i: %s", out);
+	pairs = stat_now(LISM_S_RING_PAIRS);
+	snprintf(cmd, sizeof(cmd), "%s exec -- %s/pgbench -h 127.0.0.1 -p 7510 -U postgres -c 4 -j 2 -T 10 postgres 2>&1",
+		 bin, pg);
+	cr_assert_eq(sh_out(cmd, out, sizeof(out)), 0, "pgbench: %s", out);
+	done = field(out, "number of transactions actually processed: ");
+	cr_assert_gt(done, 0, "%s", out);
+	cr_assert(strstr(out, "number of failed transactions: 0 "), "a transaction failed: %s", out);
+	cr_assert_geq(stat_now(LISM_S_RING_PAIRS) - pairs, 4, "every client's connection took a ring");
+	snprintf(cmd, sizeof(cmd),
+		 "%s exec -- %s/psql -h 127.0.0.1 -p 7510 -U postgres -AtF ' ' -c 'select "
+		 "(select sum(abalance) from pgbench_accounts), (select sum(bbalance) from pgbench_branches), "
+		 "(select sum(tbalance) from pgbench_tellers), (select sum(delta) from pgbench_history), "
+		 "(select count(*) from pgbench_history)' postgres 2>&1",
+		 bin, pg);
+	cr_assert_eq(sh_out(cmd, out, sizeof(out)), 0, "psql: %s", out);
+	nl = out;
+	for (int i = 0; i < 5; i++)
+		sums[i] = strtoull(nl, &nl, 10); /* signed sums read as their bits: compared, never ordered */
+	cr_assert(sums[0] == sums[3] && sums[1] == sums[3] && sums[2] == sums[3],
+		  "the balances are not the history's deltas: %s", out);
+	cr_assert_eq(sums[4], done, "history rows %llu, transactions %llu", sums[4], done);
+	kill(srv, SIGINT); /* fast shutdown */
+	waitpid(srv, NULL, 0);
+	close(fd);
+}
+
+/*
+ * sshd under lism exec: its listener forks a child per connection that
+ * re-execs sshd (the new image finds its ring socket at start), which forks
+ * a pre-auth child under a seccomp filter (read, write and poll for its
+ * socket, death at a recvfrom or a sendmsg), then a session child; ssh
+ * under lism exec pipes 256 MiB through it to sha256sum, checksummed.
+ */
+Test(preload, ssh_to_sshd_through_fork_reexec_and_its_sandbox_checksummed)
+{
+	char sshd[PATH_MAX] = "", cmd[PATH_MAX * 4], want[128], got[128], buf[8192] = "";
+	int fd;
+	pid_t srv;
+
+	if (sh_out("PATH=$PATH:/usr/sbin:/sbin; command -v ssh >/dev/null && command -v ssh-keygen >/dev/null && "
+		   "command -v sshd",
+		   sshd, sizeof(sshd)))
+		missing("OpenSSH (sshd, ssh, ssh-keygen)");
+	sshd[strcspn(sshd, "\n")] = '\0';
+	cr_assert_eq(sshd[0], '/', "sshd re-execs itself by an absolute path: %s", sshd);
+	up();
+	scratch_dir("ssh");
+	/* its privilege separation directory, as the package's service makes it */
+	if (access("/run/sshd", F_OK)) {
+		cr_assert_eq(mkdir("/run/sshd", 0755), 0);
+		made_run_sshd = 1;
+	}
+	cr_assert_eq(sh("cd %s && ssh-keygen -q -t ed25519 -N '' -f hostkey && ssh-keygen -q -t ed25519 -N '' -f key && "
+			"cp key.pub authorized_keys && printf 'ListenAddress 127.0.0.1\nPort 7511\nHostKey %s/hostkey\n"
+			"AuthorizedKeysFile %s/authorized_keys\nPidFile none\nUsePAM no\nStrictModes no\n"
+			"PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n' "
+			"> sshd_config && head -c 268435456 /dev/urandom > data",
+			scratch, scratch, scratch),
+		     0);
+	snprintf(cmd, sizeof(cmd), "sha256sum < %s/data", scratch);
+	cr_assert_eq(run_line(cmd, want, sizeof(want)), 0);
+	snprintf(cmd, sizeof(cmd), "exec %s exec -- %s -D -e -f %s/sshd_config 2>&1", bin, sshd, scratch);
+	srv = spawn_sh(cmd, &fd);
+	cr_assert_gt(wait_output(fd, buf, sizeof(buf), "Server listening", 10000), 0, "sshd: %s", buf);
+	snprintf(cmd, sizeof(cmd),
+		 "%s exec -- ssh -F /dev/null -p 7511 -i %s/key -o BatchMode=yes -o StrictHostKeyChecking=no "
+		 "-o UserKnownHostsFile=/dev/null -o GlobalKnownHostsFile=/dev/null -o LogLevel=ERROR "
+		 "root@127.0.0.1 sha256sum < %s/data 2>&1",
+		 bin, scratch, scratch);
+	got[0] = '\0';
+	if (run_line(cmd, got, sizeof(got)) || strcmp(got, want))
+		read_until_quiet(fd, buf, sizeof(buf), 200); /* sshd's word, for the message */
+	cr_assert_str_eq(got, want, "the stream arrived changed, or ssh failed: '%s'; sshd said: %s", got, buf);
+	cr_assert_eq(stat_now(LISM_S_RING_PAIRS), 1, "the connection took a ring");
+	kill(srv, SIGTERM);
+	waitpid(srv, NULL, 0);
+	close(fd);
 }
 
 /* `lism device` (what make run starts): a device for a loaded instance, until that instance is unloaded. */

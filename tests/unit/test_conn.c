@@ -5,20 +5,28 @@
  * without BPF or a device: checksummed streams blocking and through epoll
  * (level- and edge-triggered), runs through TCP keeping the stream in
  * order, the TCP bytes showing only doorbells, half-close, close, reset,
- * MSG_PEEK, MSG_WAITALL, FIONREAD, and a blocking writer whose reader went.
+ * MSG_PEEK, MSG_WAITALL, FIONREAD, a blocking writer whose reader went, and
+ * an end under a seccomp filter as sshd's pre-auth child's.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <linux/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -116,6 +124,7 @@ struct stream {
 	struct cpair *p;
 	__u64 bytes, sum;
 	int nonblock, edge; /* epoll; edge-triggered */
+	int echo;           /* the reader reads end 0: the stream echoed back */
 	unsigned seed;
 	int err;
 };
@@ -173,9 +182,9 @@ static void *stream_reader(void *arg)
 	int ep = epoll_create1(0);
 	struct epoll_event ev = { .events = EPOLLIN | (s->edge ? EPOLLET : 0) }, out;
 
-	epoll_ctl(ep, EPOLL_CTL_ADD, s->p->fd[1], &ev);
+	epoll_ctl(ep, EPOLL_CTL_ADD, s->p->fd[!s->echo], &ev);
 	for (;;) {
-		ssize_t k = crecv(s->p, 1, buf, 1 + rand_r(&s->seed) % sizeof(buf), s->nonblock ? MSG_DONTWAIT : 0);
+		ssize_t k = crecv(s->p, !s->echo, buf, 1 + rand_r(&s->seed) % sizeof(buf), s->nonblock ? MSG_DONTWAIT : 0);
 
 		if (k > 0) {
 			s->sum = mix(s->sum, buf, k);
@@ -576,5 +585,92 @@ Test(conn, a_nonblocking_writer_leaves_a_doorbell_due_behind_a_full_send_buffer)
 	cr_assert_eq(lism_conn_shutdown(p.c[0], p.fd[0], SHUT_WR), 0);
 	cr_assert_eq(p.c[0]->bells_due, 0, "sent before the FIN");
 	cr_assert_eq(crecv(&p, 1, got, 64, 0), 0, "EOF, the late doorbell eaten");
+	cpair_close(&p);
+}
+
+/* ---- an end under a seccomp filter ---- */
+
+#define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+/* What sshd's pre-auth sandbox leaves a process (no recvfrom, sendmsg,
+ * fcntl, getsockopt, sigaction); anything else kills it. */
+static int sshd_sandbox(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		ALLOW(SYS_read), ALLOW(SYS_write), ALLOW(SYS_poll), ALLOW(SYS_ppoll), ALLOW(SYS_futex),
+		ALLOW(SYS_nanosleep), ALLOW(SYS_clock_nanosleep), ALLOW(SYS_clock_gettime), ALLOW(SYS_gettimeofday),
+		ALLOW(SYS_getpid), ALLOW(SYS_gettid), ALLOW(SYS_exit), ALLOW(SYS_exit_group), ALLOW(SYS_rt_sigprocmask),
+		ALLOW(SYS_munmap), ALLOW(SYS_madvise), ALLOW(SYS_brk), ALLOW(SYS_shutdown), ALLOW(SYS_close),
+		ALLOW(SYS_sigaltstack), /* the sanitizers' runtime (unit-asan), not liblism */
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* End 1 in a child under the filter: echo everything, blocking and not, then shut down. */
+static int sandboxed_echo(struct cpair *p)
+{
+	static char buf[100000];
+
+	lism_conn_sandbox(p->c[1], p->fd[1]);
+	lism_conn_sandbox(NULL, -1);
+	if (sshd_sandbox())
+		return 2;
+	for (int i = 0;; i++) {
+		ssize_t k = crecv(p, 1, buf, 1 + (size_t)i * 7919 % sizeof(buf), i % 2 ? MSG_DONTWAIT : 0);
+		struct pollfd pf = { .fd = p->fd[1], .events = POLLIN };
+
+		if (k == -EAGAIN && i % 2) {
+			if (poll(&pf, 1, 10000) != 1)
+				return 3;
+			continue;
+		}
+		if (k == 0)
+			break;
+		if (k < 0)
+			return 4;
+		for (ssize_t off = 0; off < k;) {
+			ssize_t w = csend(p, 1, buf + off, (size_t)(k - off), 0);
+
+			if (w <= 0)
+				return 5;
+			off += w;
+		}
+	}
+	return lism_conn_shutdown(p->c[1], p->fd[1], SHUT_WR) ? 6 : 0;
+}
+
+/* sshd's pre-auth child reads and writes its socket under a seccomp filter
+ * that kills it at a recvfrom or a sendmsg: liblism's calls must be ones
+ * it allows (the stream in runs too: its writer does not wait). */
+Test(conn, an_end_under_sshds_seccomp_filter_reaches_tcp_by_read_write_and_poll, .timeout = 120)
+{
+	struct cpair p;
+	struct stream w = { .p = &p, .nonblock = 1, .seed = 7 };
+	struct stream r = { .p = &p, .nonblock = 1, .echo = 1, .seed = 9 };
+	pthread_t tw, tr;
+	pid_t pid;
+	int st;
+
+	cpair_open(&p, 64 << 10);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid)
+		_exit(sandboxed_echo(&p));
+	pthread_create(&tr, NULL, stream_reader, &r);
+	pthread_create(&tw, NULL, stream_writer, &w);
+	pthread_join(tw, NULL);
+	pthread_join(tr, NULL);
+	waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && !WEXITSTATUS(st), "the sandboxed end %s %d", WIFEXITED(st) ? "exited" : "died of",
+		  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	cr_assert_eq(w.err, 0, "writer: %s", strerror(-w.err));
+	cr_assert_eq(r.err, 0, "reader: %s", strerror(-r.err));
+	cr_assert_eq(r.bytes, STREAM_BYTES);
+	cr_assert_eq(r.sum, w.sum, "the echo arrived changed");
+	cr_assert_gt(p.c[0]->map.tx.runs, 0, "the sandboxed end read runs");
 	cpair_close(&p);
 }
