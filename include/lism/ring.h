@@ -30,7 +30,9 @@
  * before its first byte, its length so far, counted before the bytes are
  * sent), and the reader reads the ring up to it, eats those doorbells,
  * reads its bytes from TCP, and goes on with the ring once it ended.  At
- * most LISM_RING_RUNS runs are open or unread at a time.
+ * most LISM_RING_RUNS runs are open or unread at a time; two at most in
+ * practice (a run ends only once its reader reached it, and the next one
+ * starts only after that: the one being read, and one open).
  */
 #ifndef LISM_RING_H
 #define LISM_RING_H
@@ -39,7 +41,7 @@
 #include "cursor.h"
 
 #define LISM_RING_MAGIC    0x676e69726d73696cULL /* "lismring" */
-#define LISM_RING_VERSION  3
+#define LISM_RING_VERSION  2
 #define LISM_RING_HDR_SIZE 4096u
 #define LISM_RING_LINE     64
 
@@ -54,7 +56,7 @@ enum {
 /* The reader's state, in the consumer line: nobody will read what is written. */
 #define LISM_RING_READER_CLOSED (1u << 0)
 
-#define LISM_RING_RUNS 32 /* a writer that fills the ring 32 times while its reader is still behind a run waits (EAGAIN) */
+#define LISM_RING_RUNS 4
 
 struct lism_ring_prod {
 	__u64 cursor;       /* lism_cursor_pack(): bytes written into the DMB */
