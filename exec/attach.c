@@ -90,10 +90,12 @@ int lism_exec_ask(const char *device_path, __u32 op, int fd, struct lism_device_
 		err = -errno;
 		goto out;
 	}
-	if (fd >= 0)
+	if (fd >= 0) {
 		lism_scm_put(&m, cbuf, fd);
-	else
-		m.msg_control = NULL, m.msg_controllen = 0;
+	} else {
+		m.msg_control = NULL;
+		m.msg_controllen = 0;
+	}
 	do
 		n = sendmsg(s, &m, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);

@@ -220,20 +220,21 @@ int lism_conn_open(struct lism_exec_map *m, struct lism_conn **out)
 }
 
 static int eat(struct lism_conn *c, int fd, __u64 n, int wait);
-static int send_bells(struct lism_conn *c, int fd, int nb);
 
 void lism_conn_release(struct lism_conn *c, int fd)
 {
-	/* doorbells still due: a reader at the FIN reads the ring without them, but they cost nothing here */
-	if (fd >= 0 && c->bells_due && !pthread_mutex_trylock(&c->tx_lock)) {
-		(void)send_bells(c, fd, 1);
-		pthread_mutex_unlock(&c->tx_lock);
+	int locked = fd >= 0 && c->map.rx.owed ? pthread_mutex_trylock(&c->rx_lock) : EBUSY;
+
+	/* its holder died (kill -9 after a fork): the lock is ours now, and the connection reset */
+	if (locked == EOWNERDEAD) {
+		pthread_mutex_consistent(&c->rx_lock);
+		__atomic_or_fetch(&c->flags, LISM_CONN_ABORTED, __ATOMIC_RELEASE);
 	}
 	/* a doorbell owed and here now would turn the close into a reset (unread data) */
-	if (fd >= 0 && c->map.rx.owed && !pthread_mutex_trylock(&c->rx_lock)) {
+	if (!locked)
 		(void)eat(c, fd, c->map.rx.owed, 0);
+	if (!locked || locked == EOWNERDEAD)
 		pthread_mutex_unlock(&c->rx_lock);
-	}
 	lism_exec_detach(&c->map);
 	munmap(c, sizeof(*c));
 }
@@ -555,8 +556,14 @@ ssize_t lism_conn_recv_into(struct lism_conn *c, int fd, void *buf, size_t n, in
 		/* the lock held from the look to the take: the bytes taken are those the sink took */
 		w = sink(arg, buf, (size_t)r);
 		v.iov_len = w > 0 ? (size_t)w : 0;
-		if (w > 0 && recv_locked(c, fd, &v, 1, MSG_DONTWAIT) != w)
-			w = rx_fail(c, fd, -EPROTO); /* peeked bytes not there to take: cannot be */
+		if (w > 0) {
+			/* a shutdown(SHUT_RD) or a reset meanwhile: what the sink took is said;
+			 * fewer bytes than were peeked under the lock: the header lied */
+			ssize_t t = recv_locked(c, fd, &v, 1, MSG_DONTWAIT);
+
+			if (t > 0 && t != w)
+				w = rx_fail(c, fd, -EPROTO);
+		}
 		r = w;
 	}
 	pthread_mutex_unlock(&c->rx_lock);
@@ -564,39 +571,45 @@ ssize_t lism_conn_recv_into(struct lism_conn *c, int fd, void *buf, size_t n, in
 }
 
 /*
- * The doorbells due (tx lock held): sent, or (@nb) left due while the send
- * buffer is full.  That buffer then holds run bytes, which wake the reader
- * and after which it reads the ring anyway; waiting there instead, two
- * event loops streaming into each other through runs would wait for each
- * other.  Every later send, run or shutdown sends the due ones first, so
- * doorbells keep their place before a run's bytes.  0, -EAGAIN (due ones
- * left, @nb), or the connection's error (the next send's).
+ * A doorbell to the reader (tx lock held); an error it meets is the next
+ * send's.  Its send buffer has room: a writer leaves a run only while the
+ * socket is writable (run_over), and only doorbells follow until the
+ * reader eats them.
  */
-static int send_bells(struct lism_conn *c, int fd, int nb)
+static void ring_bell(struct lism_conn *c, int fd)
 {
-	static const char bells[64] = { [0 ... 63] = LISM_CONN_BELL };
+	char b = LISM_CONN_BELL;
+	struct iovec v = { &b, 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
 
-	while (c->bells_due) {
-		struct iovec v = { (void *)bells, c->bells_due < sizeof(bells) ? c->bells_due : sizeof(bells) };
-		struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
+	for (;;) {
 		ssize_t r = sys_sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
 
-		if (r > 0) {
-			c->bells_due -= (__u32)r;
-			continue;
-		}
+		if (r == 1)
+			return;
 		if (r != -EAGAIN && r != -EINTR) {
 			debug(fd, "a doorbell failed: %s", strerror((int)-r));
 			c->tx_err = (int)r;
-			c->bells_due = 0;
-			return (int)r;
+			return;
 		}
-		if (nb && r == -EAGAIN)
-			return -EAGAIN;
-		syscall(SYS_poll, &p, 1, LISM_CONN_LIVENESS_MS);
+		/* a send buffer full of doorbells: its reader eats them, so room comes */
+		poll_one(fd, POLLOUT, LISM_CONN_LIVENESS_MS);
 	}
-	return 0;
+}
+
+/*
+ * Whether the writer's run is over (tx lock held): its reader has read
+ * the ring up to it, and the socket is writable.  While the send buffer
+ * is full of the run's bytes, the writer stays in the run and TCP says
+ * EAGAIN, as for any TCP writer: back on the ring it would owe a doorbell
+ * it could not send, and a reader that reads once per wakeup would never
+ * learn of the ring's bytes.
+ */
+static bool run_over(struct lism_conn *c, int fd)
+{
+	if (!c->map.tx.in_run)
+		return true;
+	return (poll_one(fd, POLLOUT, 0) & POLLOUT) && lism_ring_tx_run_end(&c->map.tx);
 }
 
 /* The reader's process went: its socket sent a FIN without saying done-writing first, or a reset. */
@@ -698,7 +711,7 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 	lock(c, &c->tx_lock);
 	if (flags & MSG_OOB) {
 		nb = nonblocking(c, fd, flags);
-		r = run_start(c, fd, nb) ?: send_bells(c, fd, nb) ?: send_run(c, fd, iov, iovcnt, flags);
+		r = run_start(c, fd, nb) ?: send_run(c, fd, iov, iovcnt, flags);
 		goto out;
 	}
 	for (;;) {
@@ -722,11 +735,9 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 			vn = iov_skip(iov, iovcnt, put, rest, 64);
 			v = rest;
 		}
-		/* back to the ring once its reader has read up to the run */
-		if (c->map.tx.in_run && !lism_ring_tx_run_end(&c->map.tx)) {
-			if (nb < 0)
-				nb = nonblocking(c, fd, flags);
-			r = send_bells(c, fd, nb) ?: send_run(c, fd, v, vn, flags);
+		/* back to the ring once its reader has read up to the run, and TCP has room */
+		if (!run_over(c, fd)) {
+			r = send_run(c, fd, v, vn, flags);
 			if (r > 0)
 				put += (size_t)r;
 			break;
@@ -734,12 +745,8 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 		r = lism_ring_send(&c->map.tx, v, vn);
 		if (r > 0) {
 			put += (size_t)r;
-			if (c->map.tx.bell) {
-				c->bells_due++;
-				if (nb < 0)
-					nb = nonblocking(c, fd, flags);
-				send_bells(c, fd, nb); /* due ones left, or an error: the bytes are sent */
-			}
+			if (c->map.tx.bell)
+				ring_bell(c, fd);
 			if (put == want)
 				break;
 			continue;
@@ -812,7 +819,6 @@ int lism_conn_shutdown(struct lism_conn *c, int fd, int how)
 	if (how == SHUT_WR || how == SHUT_RDWR) {
 		lock(c, &c->tx_lock);
 		lism_ring_tx_set_state(&c->map.tx, LISM_RING_DONE_WRITING); /* before the FIN: a reader that sees it sees this */
-		send_bells(c, fd, 1); /* a reader at the FIN reads the ring without them */
 		pthread_mutex_unlock(&c->tx_lock);
 	}
 	return syscall(SYS_shutdown, fd, how) ? -errno : 0;
@@ -847,7 +853,7 @@ ssize_t lism_conn_sendfile(struct lism_conn *c, int fd, ssize_t (*kernel)(void *
 	ssize_t r;
 
 	lock(c, &c->tx_lock);
-	r = run_start(c, fd, nonblocking(c, fd, 0)) ?: send_bells(c, fd, nonblocking(c, fd, 0));
+	r = run_start(c, fd, nonblocking(c, fd, 0));
 	if (!r) {
 		lism_ring_tx_run_add(&c->map.tx, (__s64)n);
 		r = kernel(arg, n);

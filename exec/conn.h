@@ -49,7 +49,6 @@ struct lism_conn {
 	struct lism_exec_map map;
 	__u32 flags;
 	int tx_err;              /* an error a doorbell met, said by the next send */
-	__u32 bells_due;         /* doorbells a non-blocking send left due: its send buffer was full */
 	int rx_err;              /* an error TCP said once (a reset), said once when the ring is read */
 	int nonblock;            /* O_NONBLOCK as the wrappers last set it; -1: not read yet */
 };

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <linux/capability.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -253,30 +256,24 @@ static void ring_read(const struct ring_pair *p, struct lism_device_ring *r)
 	}
 }
 
-/* Bytes a packed cursor stands for, in DMBs of @size bytes. */
-static __u64 cursor_bytes(__u64 packed, __u32 size)
-{
-	struct lism_cursor c = lism_cursor_unpack(packed);
-
-	return (__u64)c.wrap * size + c.count;
-}
-
 /*
  * Add what pair @p moved since it was last looked at to the totals.  Only
- * increases count: the header is its processes', and a counter of the
- * totals never goes back.
+ * increases count, and the totals saturate: the header is its processes',
+ * and a counter of the totals never goes back.
  */
 static void fold(struct lism_broker *b, struct ring_pair *p, struct lism_device_ring *r)
 {
 	ring_read(p, r);
 	pthread_mutex_lock(&b->lock);
 	for (int i = 0; i < 2; i++) {
-		__u64 now[3] = { cursor_bytes(r->dir[i].prod, b->dmb_size), r->dir[i].bells, r->dir[i].runs };
+		__u64 now[3] = { lism_cursor_bytes(r->dir[i].prod, b->dmb_size), r->dir[i].bells, r->dir[i].runs };
 		__u64 *total[3] = { &b->st.bytes, &b->st.doorbells, &b->st.runs };
 
 		for (int k = 0; k < 3; k++)
 			if (now[k] > p->seen[i][k]) {
-				*total[k] += now[k] - p->seen[i][k];
+				__u64 d = now[k] - p->seen[i][k];
+
+				*total[k] = *total[k] + d < *total[k] ? UINT64_MAX : *total[k] + d;
 				p->seen[i][k] = now[k];
 			}
 	}
@@ -330,22 +327,51 @@ static void sweep(struct lism_broker *b)
 }
 
 /*
+ * Whether process @pid could read lism's maps itself (CAP_BPF or
+ * CAP_SYS_ADMIN in its effective set): the device's socket reaches every
+ * pod that opts in, whose root is uid 0 too, and the report names every
+ * ring pair of the node.  (By pid: a caller that exits and whose pid a
+ * privileged process takes meanwhile would pass; it learns nothing it
+ * could not read as root with those capabilities.)
+ */
+static int may_read_maps(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long eff = 0;
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1) {
+			found = 1;
+			break;
+		}
+	fclose(f);
+	return found && (eff & (1ull << CAP_BPF | 1ull << CAP_SYS_ADMIN));
+}
+
+/*
  * The report for client @cfd, in a sealed memfd (*@fd, the caller's to
- * close after sending): only for root or the device's own user, since it
- * names every ring pair and its traffic.
+ * close after sending): only for whoever could read the maps (root,
+ * may_read_maps), since it names every ring pair and its traffic.
  */
 static int report(struct lism_broker *b, int cfd, struct lism_device_ans *ans, int *fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct lism_device_report *r;
-	size_t size = sizeof(*r) + b->n * sizeof(r->ring[0]);
+	size_t size;
 	int err = 0;
 
 	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
 		return -errno;
-	if (cred.uid != 0 && cred.uid != geteuid())
+	if ((cred.uid != 0 && cred.uid != geteuid()) || !may_read_maps(cred.pid))
 		return -EACCES;
+	size = sizeof(*r) + b->n * sizeof(r->ring[0]);
 	*fd = memfd_create("lism-report", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (*fd < 0)
 		return -errno;

@@ -19,7 +19,6 @@
 
 struct lism_broker;
 
-
 /*
  * Serve @socket_path (an absolute path; made 0666, its directory made if
  * missing, a socket file of a dead device replaced) for the instance at
@@ -37,7 +36,7 @@ void lism_broker_stats(struct lism_broker *b, struct lism_device_totals *out);
 /*
  * Ask the device at @socket_path for its report (LISM_DEVICE_REPORT): a
  * malloc'd copy in *@out, checked for size.  -ENOENT/-ECONNREFUSED: no
- * device; -EACCES: not root nor the device's user.
+ * device; -EACCES: not root with CAP_BPF or CAP_SYS_ADMIN.
  */
 int lism_device_report(const char *socket_path, struct lism_device_report **out);
 

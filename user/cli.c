@@ -649,6 +649,12 @@ static void events_init(struct lism_opts *o)
 	o->events.types = LISM_EV_ALL;
 }
 
+/* $LISM_DEVICE, as liblism reads it: the device's commands and views meet its programs by default. */
+static void device_default(char *dst, size_t len)
+{
+	snprintf(dst, len, "%s", lism_device_path(getenv("LISM_DEVICE")));
+}
+
 static void run_init(struct lism_opts *o)
 {
 	lism_load_cfg_init(&o->run.cfg);
@@ -656,8 +662,7 @@ static void run_init(struct lism_opts *o)
 	o->run.log_interval_s = LISM_DEFAULT_LOG_INTERVAL;
 	o->run.event_types = LISM_EV_DAEMON_DEFAULT;
 	strcpy(o->run.metrics_addr, LISM_DEFAULT_METRICS_ADDR);
-	/* $LISM_DEVICE: where liblism looks for the device, so the two meet by default */
-	snprintf(o->run.device_socket, sizeof(o->run.device_socket), "%s", lism_device_path(getenv("LISM_DEVICE")));
+	device_default(o->run.device_socket, sizeof(o->run.device_socket));
 }
 
 static int exec_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
@@ -672,21 +677,19 @@ static int device_opt(struct lism_opts *o, int c, const char *arg, char *err, si
 	return device_socket_opt(o->device.device_socket, sizeof(o->device.device_socket), arg, err, errlen);
 }
 
-/* $LISM_DEVICE, as liblism reads it: a view asks the device the programs use. */
 static void conns_init(struct lism_opts *o)
 {
-	snprintf(o->conns.device_socket, sizeof(o->conns.device_socket), "%s", lism_device_path(getenv("LISM_DEVICE")));
+	device_default(o->conns.device_socket, sizeof(o->conns.device_socket));
 }
 
 static void stats_init(struct lism_opts *o)
 {
-	snprintf(o->stats.device_socket, sizeof(o->stats.device_socket), "%s", lism_device_path(getenv("LISM_DEVICE")));
+	device_default(o->stats.device_socket, sizeof(o->stats.device_socket));
 }
 
 static void device_init(struct lism_opts *o)
 {
-	snprintf(o->device.device_socket, sizeof(o->device.device_socket), "%s",
-		 lism_device_path(getenv("LISM_DEVICE")));
+	device_default(o->device.device_socket, sizeof(o->device.device_socket));
 }
 
 /* lism exec's command: everything after the options (getopt stops at the first non-option). */

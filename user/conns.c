@@ -163,9 +163,7 @@ struct dmb_view {
 
 static __u64 ring_bytes(const struct lism_conn *c, __u64 packed)
 {
-	struct lism_cursor cur = lism_cursor_unpack(packed);
-
-	return (__u64)cur.wrap * c->ring_dmb + cur.count;
+	return lism_cursor_bytes(packed, c->ring_dmb);
 }
 
 static void dmb_view(const struct lism_conn *c, struct dmb_view *v)

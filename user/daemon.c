@@ -218,8 +218,9 @@ static void daemon_metrics(FILE *f, struct http_ctx *ctx)
 			   "(a full ring under a non-blocking writer, sendfile, splice).\n"
 			   "# TYPE lism_device_ring_runs_total counter\nlism_device_ring_runs_total %llu\n",
 			(unsigned long long)bs.runs);
-		fprintf(f, "# HELP lism_device_ring_aborts_total Ring pairs given back with a direction reset "
-			   "(a broken invariant, a device lost, RST).\n"
+		fprintf(f, "# HELP lism_device_ring_aborts_total Ring pairs given back that liblism reset "
+			   "(a broken invariant, a process killed holding its lock); a kernel reset, "
+			   "kill -9, is not one.\n"
 			   "# TYPE lism_device_ring_aborts_total counter\nlism_device_ring_aborts_total %llu\n",
 			(unsigned long long)bs.aborts);
 	}

@@ -123,7 +123,8 @@ struct lism_device_ans {
  * LISM_DEVICE_REPORT's answer (lism conns, lism stats): the device's
  * counters and each pair it holds, as the pair's ring header says.  The
  * header is written by the pair's processes: the figures are theirs, not
- * checked.  Asked only by root or the device's own user (SO_PEERCRED).
+ * checked.  Answered only to root with CAP_BPF or CAP_SYS_ADMIN (who could
+ * read the maps): the socket reaches every pod that opts in.
  */
 struct lism_device_ring_dir {  /* the ring into one end */
 	__u64 prod;            /* lism_cursor_pack(): bytes written (ring.h) */

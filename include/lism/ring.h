@@ -130,4 +130,12 @@ static inline struct lism_cursor lism_cursor_unpack(__u64 v)
 	return c;
 }
 
+/* The bytes a packed cursor of a DMB of @size bytes stands for (the views'). */
+static inline __u64 lism_cursor_bytes(__u64 packed, __u32 size)
+{
+	struct lism_cursor c = lism_cursor_unpack(packed);
+
+	return (__u64)c.wrap * size + c.count;
+}
+
 #endif

@@ -16,7 +16,9 @@
 #include <linux/tcp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/capability.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -476,13 +478,31 @@ Test(exec, the_device_hands_a_ring_only_to_a_holder_of_its_pair)
 		}
 		cr_assert_eq(waitpid(pid, &st, 0), pid);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "user nobody was not refused the report (%d)", st);
+		/* root without CAP_BPF or CAP_SYS_ADMIN, as in a pod that mounts the device's directory */
+		pid = fork();
+		cr_assert_geq(pid, 0);
+		if (!pid) {
+			struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+			struct __user_cap_data_struct d[2] = { 0 };
+
+			if (syscall(SYS_capget, &h, d))
+				_exit(2);
+			d[0].effective &= ~(1u << CAP_SYS_ADMIN);
+			d[1].effective &= ~(1u << (CAP_BPF - 32));
+			if (syscall(SYS_capset, &h, d))
+				_exit(2);
+			_exit(lism_device_report(dev_path, &r) == -EACCES ? 0 : 1);
+		}
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "root without CAP_BPF was not refused the report (%d)",
+			  st);
 		cr_assert_eq(lism_device_report(dev_path, &r), 0);
 		cr_assert_eq(r->n, 2, "the report has both pairs");
 		free(r);
 	}
 	lism_broker_stats(dev, &bs);
 	cr_assert_eq(bs.attaches, 2);
-	cr_assert_eq(bs.refusals, 7, "%llu", (unsigned long long)bs.refusals);
+	cr_assert_eq(bs.refusals, 8, "%llu", (unsigned long long)bs.refusals);
 	cr_assert_eq(bs.rings, 2);
 	close(u);
 	close(l);
