@@ -35,6 +35,12 @@ Modes:
   lism-no-bulk-sndbuf
                   LISM_ABLATE=bulk-sndbuf (include/lism/ablate.h): a bulk
                   joiner's SO_SNDBUF (sender.h)
+  lism-no-one-way-stop, lism-no-bulk-join, lism-no-send-limits
+                  LISM_ABLATE=one-way-stop, bulk-join, send-limits: the
+                  sender rules' parts, each off alone (sender.h)
+  lism-ab-adaptive-no-bulk-join
+                  lism-ab-adaptive without bulk joins, on the blocking bulk
+                  streams they were made for
   A mode named lism-ab-* is measured against lism-ab, on its workloads.
 
 Environment: BENCH_QUICK=1 (one short round), BENCH_ROUNDS, BENCH_SECONDS,
@@ -397,7 +403,9 @@ ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-churn": ["--no-churn-de
              "lism-no-send-limits": ["LISM_ABLATE=send-limits"],
              # lism-ab with the sender rules back (--senders after --eager-senders wins): the rules on
              # the blocking small-message streams they were made for (sockperf's reader)
-             "lism-ab-adaptive": ["--senders=adaptive"]}
+             "lism-ab-adaptive": ["--senders=adaptive"],
+             # and without their bulk joins: the rule on the blocking bulk streams it was made for
+             "lism-ab-adaptive-no-bulk-join": ["--senders=adaptive", "LISM_ABLATE=bulk-join"]}
 # BENCH_LISM_OLD=path/to/lism: modes lism-old and lism-ab-old, another build's lism, interleaved
 # with this one (an A/B)
 LISM_OLD = os.environ.get("BENCH_LISM_OLD")

@@ -191,38 +191,36 @@ static void daemon_metrics(FILE *f, struct http_ctx *ctx)
 	}
 	if (ctx->broker) {
 		struct lism_device_totals bs;
+		static const struct {
+			const char *name, *type, *help;
+		} m[] = {
+			{ "attaches_total", "counter", "Ring DMB memories the device handed to a process that passed it "
+			  "a socket of a ring pair (lism exec)." },
+			{ "refusals_total", "counter", "Requests the device refused: not a socket of a confirmed ring "
+			  "pair, a malformed request, a report for a caller without CAP_BPF, or no memory." },
+			{ "rings_total", "counter", "Ring DMB memories the device made (one per pair)." },
+			{ "rings_held", "gauge", "Ring pairs whose memory the device holds (until their connection "
+			  "ends)." },
+			{ "ring_bytes_total", "counter", "Bytes written into ring DMBs, both directions (as the pairs' "
+			  "headers count them)." },
+			{ "ring_doorbells_total", "counter", "Doorbells ring writers sent through TCP (one each time a "
+			  "ring's unread bytes rise above 0)." },
+			{ "ring_runs_total", "counter", "Stretches ring writers sent through TCP instead (a full ring "
+			  "under a non-blocking writer, sendfile, splice)." },
+			{ "ring_aborts_total", "counter", "Ring pairs given back that liblism reset (a broken invariant, "
+			  "a process killed holding its lock); a kernel reset, kill -9, is not one." },
+		};
 
 		lism_broker_stats(ctx->broker, &bs);
-		fprintf(f, "# HELP lism_device_attaches_total Ring DMB memories the device handed to a process "
-			   "that passed it a socket of a ring pair (lism exec).\n"
-			   "# TYPE lism_device_attaches_total counter\nlism_device_attaches_total %llu\n",
-			(unsigned long long)bs.attaches);
-		fprintf(f, "# HELP lism_device_refusals_total Requests the device refused: not a socket of a "
-			   "confirmed ring pair, a malformed request, or no memory.\n"
-			   "# TYPE lism_device_refusals_total counter\nlism_device_refusals_total %llu\n",
-			(unsigned long long)bs.refusals);
-		fprintf(f, "# HELP lism_device_rings_total Ring DMB memories the device made (one per pair).\n"
-			   "# TYPE lism_device_rings_total counter\nlism_device_rings_total %llu\n",
-			(unsigned long long)bs.rings);
-		fprintf(f, "# HELP lism_device_rings_held Ring pairs whose memory the device holds (until their "
-			   "connection ends).\n# TYPE lism_device_rings_held gauge\nlism_device_rings_held %u\n",
-			bs.held);
-		fprintf(f, "# HELP lism_device_ring_bytes_total Bytes written into ring DMBs, both directions (as "
-			   "the pairs' headers count them).\n# TYPE lism_device_ring_bytes_total counter\n"
-			   "lism_device_ring_bytes_total %llu\n", (unsigned long long)bs.bytes);
-		fprintf(f, "# HELP lism_device_ring_doorbells_total Doorbells ring writers sent through TCP (one "
-			   "each time a ring's unread bytes rise above 0).\n"
-			   "# TYPE lism_device_ring_doorbells_total counter\nlism_device_ring_doorbells_total %llu\n",
-			(unsigned long long)bs.doorbells);
-		fprintf(f, "# HELP lism_device_ring_runs_total Stretches ring writers sent through TCP instead "
-			   "(a full ring under a non-blocking writer, sendfile, splice).\n"
-			   "# TYPE lism_device_ring_runs_total counter\nlism_device_ring_runs_total %llu\n",
-			(unsigned long long)bs.runs);
-		fprintf(f, "# HELP lism_device_ring_aborts_total Ring pairs given back that liblism reset "
-			   "(a broken invariant, a process killed holding its lock); a kernel reset, "
-			   "kill -9, is not one.\n"
-			   "# TYPE lism_device_ring_aborts_total counter\nlism_device_ring_aborts_total %llu\n",
-			(unsigned long long)bs.aborts);
+		{
+			const __u64 v[] = { bs.attaches, bs.refusals, bs.rings, bs.held,
+					    bs.bytes, bs.doorbells, bs.runs, bs.aborts }; /* in m's order */
+
+			_Static_assert(sizeof(v) / sizeof(v[0]) == sizeof(m) / sizeof(m[0]), "a value per metric");
+			for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++)
+				fprintf(f, "# HELP lism_device_%s %s\n# TYPE lism_device_%s %s\nlism_device_%s %llu\n",
+					m[k].name, m[k].help, m[k].name, m[k].type, m[k].name, (unsigned long long)v[k]);
+		}
 	}
 	if (ctx->route_entries >= 0)
 		fprintf(f, "# HELP lism_scope_route_entries Prefixes in scope because this node routes them to a "
