@@ -118,8 +118,7 @@ static ssize_t sys_recvmsg(int fd, struct msghdr *m, int flags)
 }
 
 /* $LISM_EXEC_DEBUG set: say on stderr why a connection failed (a reset, a broken pipe). */
-static void debug(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void debug(int fd, const char *fmt, ...)
+void lism_exec_debug(int fd, const char *fmt, ...)
 {
 	static int on = -1;
 	char line[256];
@@ -279,7 +278,7 @@ static int eat(struct lism_conn *c, int fd, __u64 n, int wait)
 
 static int rx_fail(struct lism_conn *c, int fd, ssize_t err)
 {
-	debug(fd, "recv fails: %s (ring: producer %llx, doorbells owed %llu eaten %llu, run %d)", strerror((int)-err),
+	lism_exec_debug(fd, "recv fails: %s (ring: producer %llx, doorbells owed %llu eaten %llu, run %d)", strerror((int)-err),
 	      (unsigned long long)c->map.rx.prod_seen.count, (unsigned long long)c->map.rx.owed,
 	      (unsigned long long)c->map.rx.eaten, c->map.rx.in_run);
 	if (err == -EPROTO) {
@@ -588,7 +587,7 @@ static void ring_bell(struct lism_conn *c, int fd)
 		if (r == 1)
 			return;
 		if (r != -EAGAIN && r != -EINTR) {
-			debug(fd, "a doorbell failed: %s", strerror((int)-r));
+			lism_exec_debug(fd, "a doorbell failed: %s", strerror((int)-r));
 			c->tx_err = (int)r;
 			return;
 		}
@@ -754,13 +753,13 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 		if (r == 0)
 			break;
 		if (r == -EPROTO) {
-			debug(fd, "send: the ring's header broke an invariant: reset");
+			lism_exec_debug(fd, "send: the ring's header broke an invariant: reset");
 			lism_conn_abort(c, fd);
 			r = -ECONNRESET;
 			break;
 		}
 		if (r != -EAGAIN) {
-			debug(fd, "send: %s (state %#x, reader state %#x)", strerror((int)-r), c->map.tx.state,
+			lism_exec_debug(fd, "send: %s (state %#x, reader state %#x)", strerror((int)-r), c->map.tx.state,
 			      c->map.tx.dir->cons.state);
 			break;
 		}
@@ -776,7 +775,7 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 			continue;
 		}
 		if (peer_gone(c, fd)) {
-			debug(fd, "send: the reader's socket went");
+			lism_exec_debug(fd, "send: the reader's socket went");
 			r = -EPIPE;
 			break;
 		}

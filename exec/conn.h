@@ -97,6 +97,9 @@ void lism_conn_set_nonblock(struct lism_conn *c, int on);
  */
 void lism_conn_sandbox(struct lism_conn *c, int fd);
 
+/* $LISM_EXEC_DEBUG set: say on stderr why a connection failed (a reset, a broken pipe). */
+void lism_exec_debug(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Reset: the peer's reads say ECONNRESET, and so do ours; the close sends RST. */
 void lism_conn_abort(struct lism_conn *c, int fd);
 

@@ -59,6 +59,8 @@ static struct fdent **table[CHUNKS];
 /* The device, as $LISM_DEVICE said at start: servers clear their
  * environment before they fork workers (nginx keeps only TZ). */
 static char device_path[LISM_DEVICE_PATH_MAX];
+/* the device's rings are another version (decide()): no more sockets are marked */
+static int rings_off;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fdent *pool;
 
@@ -231,6 +233,7 @@ static void decide(int fd, struct fdent *e)
 	struct lism_exec_info in;
 	struct lism_exec_map m;
 	struct linger lg = { 1, 0 };
+	int err;
 
 	pthread_mutex_lock(&e->setup);
 	if (e->state != FD_PENDING || !established(fd))
@@ -241,13 +244,24 @@ static void decide(int fd, struct fdent *e)
 	}
 	if (!device_path[0])
 		snprintf(device_path, sizeof(device_path), "%s", lism_exec_device_path());
-	if (!lism_exec_attach(fd, device_path, &m)) {
+	err = lism_exec_attach(fd, device_path, &m);
+	if (!err) {
 		if (!lism_conn_open(&m, &e->conn)) {
 			e->state = FD_RING;
 			goto out;
 		}
 		lism_exec_detach(&m);
 	}
+	/*
+	 * A device of another release (its rings another version): this pair
+	 * resets, and this process marks no more sockets, so that its later
+	 * pairs take the kernel's path rather than reset too, until it restarts
+	 * with the library of the device's release.
+	 */
+	if (err == -EPROTONOSUPPORT && !__atomic_exchange_n(&rings_off, 1, __ATOMIC_RELAXED))
+		lism_exec_debug(fd, "the device at %s is of another release (its rings are not version %u): "
+				"this process marks no more sockets; restart it to use rings", device_path,
+				LISM_RING_VERSION);
 	/* the peer may write into the ring already: reset, never fall back */
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	REAL(shutdown)(fd, SHUT_RDWR);
@@ -315,7 +329,8 @@ static ssize_t answer(struct fdent *e, ssize_t r)
 
 EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
-	int marked = sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) && !lism_exec_mark(fd);
+	int marked = sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) &&
+		     !__atomic_load_n(&rings_off, __ATOMIC_RELAXED) && !lism_exec_mark(fd);
 	int r = REAL(connect)(fd, sa, len), saved = errno;
 
 	if (marked && (!r || errno == EINPROGRESS)) {
@@ -330,7 +345,8 @@ EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 
 EXPORT int listen(int fd, int backlog)
 {
-	(void)lism_exec_mark(fd); /* its children inherit the mark; it fails where it does not fit */
+	if (!__atomic_load_n(&rings_off, __ATOMIC_RELAXED))
+		(void)lism_exec_mark(fd); /* its children inherit the mark; it fails where it does not fit */
 	return REAL(listen)(fd, backlog);
 }
 

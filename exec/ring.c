@@ -146,9 +146,10 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 
 	if (end != 0 && end != 1)
 		return -EINVAL;
-	if (len < LISM_RING_HDR_SIZE || LOAD(&h->magic) != LISM_RING_MAGIC ||
-	    LOAD(&h->version) != LISM_RING_VERSION)
+	if (len < LISM_RING_HDR_SIZE || LOAD(&h->magic) != LISM_RING_MAGIC)
 		return -EPROTO;
+	if (LOAD(&h->version) != LISM_RING_VERSION)
+		return -EPROTONOSUPPORT; /* a device of another release: see liblism's decide() */
 	size = LOAD(&h->dmb_size); /* once: the peer may change it after */
 	if (!size || size > LISM_RING_DMB_MAX || len != lism_ring_region_size(size))
 		return -EPROTO;

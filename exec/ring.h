@@ -74,7 +74,8 @@ int lism_ring_init(void *base, __u64 len, __u32 dmb_size, __u64 gid, __u64 token
 /* An end: take end @end's view of the @len bytes mapped at @base, from the
  * cursors the header holds (0 on a fresh pair).  -EINVAL for a bad @end,
  * -EPROTO if the header does not describe a pair of @len bytes or its
- * cursors break the invariant. */
+ * cursors break the invariant; -EPROTONOSUPPORT if it is another version's
+ * header (a device of another release). */
 int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, struct lism_ring_tx *tx);
 
 /* Copy up to the iovecs' length out of the DMB (read(2)'s answers): the

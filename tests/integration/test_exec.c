@@ -298,6 +298,15 @@ Test(exec, a_pair_under_lism_exec_gets_one_ring_through_the_device)
 	cr_assert_eq(bs.held, 1);
 	cr_assert_eq(bs.bytes, 128ull << 20);
 
+	{
+		/* a device of another release: its rings another version, said as such (liblism then
+		 * marks no more sockets: its later pairs take the kernel's path instead of resetting) */
+		struct lism_exec_map again;
+
+		h->version = LISM_RING_VERSION + 1;
+		cr_assert_eq(lism_exec_attach(s, dev_path, &again), -EPROTONOSUPPORT);
+		h->version = LISM_RING_VERSION;
+	}
 	lism_exec_detach(&mc);
 	lism_exec_detach(&ms);
 	close(c);

@@ -79,7 +79,7 @@ Test(ring, init_and_attach_check_the_layout)
 	cr_assert_eq(lism_ring_attach(mem, len, 0, &rx, &tx), -EPROTO, "a size the mapping does not hold");
 	h->dmb_size = size;
 	h->version = LISM_RING_VERSION + 1;
-	cr_assert_eq(lism_ring_attach(mem, len, 0, &rx, &tx), -EPROTO, "another version's header");
+	cr_assert_eq(lism_ring_attach(mem, len, 0, &rx, &tx), -EPROTONOSUPPORT, "another version's header");
 	cr_assert_eq(offsetof(struct lism_ring_hdr, dir) % LISM_RING_LINE, 0);
 	cr_assert_eq(offsetof(struct lism_ring_dir, cons), LISM_RING_LINE, "each side on its own line");
 	free(mem);
