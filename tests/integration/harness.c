@@ -652,6 +652,16 @@ long wait_senders(const struct env *e, __u32 n, int timeout_ms)
 	}
 }
 
+void round_trips(int c, int s, int rounds, __u32 size, __u32 seed)
+{
+	for (int i = 0; i < rounds; i++) {
+		cr_assert_eq(send_all(c, seed, (__u64)i * size, size), 0);
+		cr_assert_eq(recv_check(s, seed, (__u64)i * size, size, 5000), 0, "round %d", i);
+		cr_assert_eq(send_all(s, seed + 1, (__u64)i * size, size), 0);
+		cr_assert_eq(recv_check(c, seed + 1, (__u64)i * size, size, 5000), 0, "round %d", i);
+	}
+}
+
 void make_senders(const struct env *e, int c, int s)
 {
 	struct lism_snapshot before;
@@ -662,12 +672,7 @@ void make_senders(const struct env *e, int c, int s)
 	 * with LISM_SENDER_MIN_SEGS data segments gone each way
 	 * (include/lism/sender.h).
 	 */
-	for (int i = 0; i <= LISM_SENDER_MIN_SEGS; i++) {
-		cr_assert_eq(send_all(c, 99, i, 1), 0);
-		cr_assert_eq(recv_check(s, 99, i, 1, 5000), 0);
-		cr_assert_eq(send_all(s, 98, i, 1), 0);
-		cr_assert_eq(recv_check(c, 98, i, 1, 5000), 0);
-	}
+	round_trips(c, s, LISM_SENDER_MIN_SEGS + 1, 1, 98);
 	cr_assert_eq(wait_senders(e, before.sender_sockets + 2, 3000), 0,
 		     "the pair's ends did not become senders after %d round trips", LISM_SENDER_MIN_SEGS + 1);
 }

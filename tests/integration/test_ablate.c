@@ -97,12 +97,7 @@ Test(ablate, send_limits)
 
 	up_ablated("send-limits", &c, &s);
 	cr_assert_eq(setsockopt(c, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
-	for (int i = 0; i < ROUNDS; i++) {
-		cr_assert_eq(send_all(c, 53, (__u64)i * SMALL, SMALL), 0);
-		cr_assert_eq(recv_check(s, 53, (__u64)i * SMALL, SMALL, 5000), 0, "round %d", i);
-		cr_assert_eq(send_all(s, 54, (__u64)i * SMALL, SMALL), 0);
-		cr_assert_eq(recv_check(c, 54, (__u64)i * SMALL, SMALL, 5000), 0, "round %d", i);
-	}
+	round_trips(c, s, ROUNDS, SMALL, 53);
 	cr_assert_eq(wait_senders(&e, 2, 3000), 0, "both ends did not join");
 	snap(&e, &st);
 	cr_assert_eq(st.stats[LISM_S_SENDERS_SEND_LIMITS], 0, "the check ran: the ablation did nothing");

@@ -443,12 +443,7 @@ Test(shortcut, a_writer_with_small_send_limits_stays_on_tcp)
 	bulk_sends(c4, s4, 45);
 	bulk_sends(c5, s5, 46);
 	/* request/response: data goes both ways, s2 joins, c2 would too */
-	for (int i = 0; i < ROUNDS; i++) {
-		cr_assert_eq(send_all(c2, 42, (__u64)i * SMALL, SMALL), 0);
-		cr_assert_eq(recv_check(s2, 42, (__u64)i * SMALL, SMALL, 5000), 0, "round %d", i);
-		cr_assert_eq(send_all(s2, 43, (__u64)i * SMALL, SMALL), 0);
-		cr_assert_eq(recv_check(c2, 43, (__u64)i * SMALL, SMALL, 5000), 0, "round %d", i);
-	}
+	round_trips(c2, s2, ROUNDS, SMALL, 42);
 	cr_assert_eq(wait_senders(&e, 1, 3000), 0, "the peer with TCP's own limits did not join");
 	snap(&e, &s);
 	cr_assert_eq(s.stats[LISM_S_SENDERS_SEND_LIMITS], 5, "joins skipped for small send limits: %llu of 5",
