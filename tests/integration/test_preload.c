@@ -32,9 +32,12 @@
 static struct env e;
 static struct lism_broker *dev;
 static char bin[PATH_MAX], peer[PATH_MAX], programs[PATH_MAX];
-/* A witness's directory, and /run/sshd if the test made it: removed after the test, failed or not. */
+/* A witness's directory, /run/sshd if the test made it, its ssh user: removed after the test, failed or not. */
 static char scratch[PATH_MAX];
-static int made_run_sshd;
+static int made_run_sshd, made_ssh_user;
+
+/* ssh logs in as a user of its own: root may be locked ("!") on the machine, which sshd refuses without PAM */
+#define SSH_USER "lism-sshw"
 
 static void down(void)
 {
@@ -47,6 +50,9 @@ static void down(void)
 	if (made_run_sshd)
 		rmdir("/run/sshd");
 	made_run_sshd = 0;
+	if (made_ssh_user)
+		sh("userdel " SSH_USER);
+	made_ssh_user = 0;
 }
 
 static void gate(void)
@@ -457,10 +463,13 @@ Test(preload, ssh_to_sshd_through_fork_reexec_and_its_sandbox_checksummed)
 		cr_assert_eq(mkdir("/run/sshd", 0755), 0);
 		made_run_sshd = 1;
 	}
+	/* no password, not locked ('*'), no home: sshd runs its command from / */
+	cr_assert_eq(sh("userdel " SSH_USER " 2>/dev/null; useradd -M -d / -s /bin/sh -p '*' " SSH_USER), 0);
+	made_ssh_user = 1;
 	cr_assert_eq(sh("cd %s && ssh-keygen -q -t ed25519 -N '' -f hostkey && ssh-keygen -q -t ed25519 -N '' -f key && "
 			"cp key.pub authorized_keys && printf 'ListenAddress 127.0.0.1\nPort 7511\nHostKey %s/hostkey\n"
 			"AuthorizedKeysFile %s/authorized_keys\nPidFile none\nUsePAM no\nStrictModes no\n"
-			"PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n' "
+			"PasswordAuthentication no\nKbdInteractiveAuthentication no\n' "
 			"> sshd_config && head -c 268435456 /dev/urandom > data",
 			scratch, scratch, scratch),
 		     0);
@@ -472,7 +481,7 @@ Test(preload, ssh_to_sshd_through_fork_reexec_and_its_sandbox_checksummed)
 	snprintf(cmd, sizeof(cmd),
 		 "%s exec -- ssh -F /dev/null -p 7511 -i %s/key -o BatchMode=yes -o StrictHostKeyChecking=no "
 		 "-o UserKnownHostsFile=/dev/null -o GlobalKnownHostsFile=/dev/null -o LogLevel=ERROR "
-		 "root@127.0.0.1 sha256sum < %s/data 2>&1",
+		 SSH_USER "@127.0.0.1 sha256sum < %s/data 2>&1",
 		 bin, scratch, scratch);
 	got[0] = '\0';
 	if (run_line(cmd, got, sizeof(got)) || strcmp(got, want))
