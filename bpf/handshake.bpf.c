@@ -418,7 +418,19 @@ static void on_member_packet(struct bpf_sock_ops *s)
 		sender_watch(s, st);
 	sender_sizes_settle(s, st); /* the sendmsg callback cannot switch itself off */
 	sender_bulk_sndbuf(s, st);
-	if (paired(st) && (!(st->flags & LISM_SKF_MODE_KNOWN) || st->sender == LISM_SND_WATCH))
+	if (st->flags & LISM_SKF_LEAVE_SENDERS) {
+		/*
+		 * Found one-way by the data path (shortcut.bpf.c), which may not
+		 * update a sockmap: leave the senders here.  Its psock stays (the
+		 * shortcut map holds it), and so does its sk_msg program (the
+		 * kernel keeps a psock's programs while any map holds it): its
+		 * sends run it, and pass to TCP at once.
+		 */
+		bpf_map_delete_elem(&senders, &st->token);
+		st->flags &= ~LISM_SKF_LEAVE_SENDERS;
+	}
+	if (paired(st) && (!(st->flags & LISM_SKF_MODE_KNOWN) || st->sender == LISM_SND_WATCH ||
+			   (st->flags & LISM_SKF_EAGER_WATCH)))
 		return;
 	if (st->flags & LISM_SKF_SIZES_ON)
 		return; /* this callback must live until it switched that one off */
@@ -602,6 +614,11 @@ static __always_inline int join(struct bpf_sock_ops *s, const struct lism_device
 			return -1;
 		}
 		st->sender = LISM_SND_JOINED;
+		/* watched from its sends until found both-ways or one-way (sender.h) */
+		st->flags |= LISM_SKF_EAGER_WATCH;
+		st->sizes_sends = 0;
+		st->sizes_bytes = 0;
+		cb_flags(s, BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG, 0);
 	}
 	if (st->role == LISM_ROLE_PASSIVE) /* the active end published itself at connect() */
 		set_owner(s, e, st->slot);

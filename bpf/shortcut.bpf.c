@@ -145,6 +145,50 @@ static __always_inline int queue_leave(struct lism_sk *st)
 	return 0;
 }
 
+/*
+ * An eager sender's watch (sender.h), at its send while the pair is on:
+ * 1 if it is found one-way, its sends going to TCP from this one on.  The
+ * sockops program takes it out of the senders map at its next packet (this
+ * program may not); it stays in the shortcut map, its peer may still send.
+ */
+static __always_inline int eager_watch(struct lism_sk *st, const struct tcp_sock *tp,
+				       const struct lism_dmb *pe, __u32 size)
+{
+	const struct lism_dmb *me = dmb_by_token(st->token);
+	__u32 in, out;
+
+	if (!tp || !me)
+		return 0;
+	in = tp->data_segs_in + (__u32)me->rx_msgs;
+	out = tp->data_segs_out + (__u32)pe->rx_msgs;
+	st->sizes_sends++;
+	st->sizes_bytes += lism_sender_bulk_part(size);
+	switch (lism_sender_eager_decide(in, out, st->sizes_sends, st->sizes_bytes)) {
+	case LISM_SENDER_JOIN:
+		st->flags &= ~LISM_SKF_EAGER_WATCH;
+		return 0;
+	case LISM_SENDER_STOP:
+		if (lism_ablate & LISM_ABLATE_ONE_WAY_STOP) {
+			st->flags &= ~LISM_SKF_EAGER_WATCH;
+			return 0;
+		}
+		break;
+	default:
+		return 0;
+	}
+	/*
+	 * Its earlier sends sit in the reader's psock queue, which
+	 * tcp_bpf_recvmsg reads before the TCP queue: no reordering.  From
+	 * here its bytes are counted at its close (this one included).
+	 */
+	start_unseen(st, tp);
+	st->tx = LISM_TX_TCP;
+	st->sender = LISM_SND_TCP;
+	st->flags = (st->flags & ~LISM_SKF_EAGER_WATCH) | LISM_SKF_LEAVE_SENDERS;
+	stat_add(LISM_S_SENDERS_ONE_WAY, 1);
+	return 1;
+}
+
 const volatile bool lism_test_reject = false; /* LISM_TEST_REJECT_POINT */
 
 SEC("sk_msg")
@@ -207,6 +251,8 @@ int lism_msg(struct sk_msg_md *msg)
 	 */
 	if (pe->conn_flags & LISM_CONN_SEEN_BLOCKING)
 		__sync_fetch_and_and(&pe->conn_flags, ~LISM_CONN_SEEN_BLOCKING);
+	if ((st->flags & LISM_SKF_EAGER_WATCH) && eager_watch(st, tp, pe, size))
+		return SK_PASS; /* to TCP, unseen */
 
 	if (st->tx == LISM_TX_SYNC) {
 		if (!tp || tcp_view(peer)->copied_seq != tp->write_seq) {

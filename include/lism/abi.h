@@ -167,12 +167,13 @@ struct lism_sk {
 
 /* lism_sk.flags */
 #define LISM_SKF_ALLOW_BLOCKING (1u << 0) /* --allow-blocking was in force when it joined */
-/* (1u << 1): free since layout 14 */
+#define LISM_SKF_EAGER_WATCH (1u << 1) /* an eager sender not yet found both-ways or one-way (sender.h) */
 #define LISM_SKF_MODE_KNOWN (1u << 2) /* its blocking mode no longer needs watching (check_member_mode) */
 #define LISM_SKF_UNSEEN (1u << 3)     /* it sent bytes no program saw: counted at its next send or close */
 #define LISM_SKF_SIZES_ON (1u << 4)   /* lism switched its per-sendmsg callback on (sender.h) */
 #define LISM_SKF_SIZES_DONE (1u << 5) /* its first sends were measured: the callback has nothing to do */
 #define LISM_SKF_BULK (1u << 6)       /* joins by its bulk sends: its send buffer is clamped at its next packet */
+#define LISM_SKF_LEAVE_SENDERS (1u << 7) /* found one-way: leaves the senders map at its next packet */
 
 /*
  * A member (in the shortcut map: others may redirect to it) becomes a

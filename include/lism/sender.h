@@ -17,7 +17,12 @@
  * - a member that moved LISM_SENDER_WATCH_SEGS segments without joining
  *   stays plain TCP for its life;
  * - leave: a sender whose peer is gone leaves both maps (nothing can be
- *   redirected to it, and its sends would pay the data path for nothing).
+ *   redirected to it, and its sends would pay the data path for nothing);
+ * - an eager sender (--eager-senders) is watched the same way, counting its
+ *   shortcut messages with its TCP segments (lism_sender_eager_decide); found
+ *   one-way, its sends go to TCP and it leaves the senders map, staying a
+ *   member (its peer may still redirect into it).  Its earlier bytes in the
+ *   reader's psock queue are read first (tcp_bpf_recvmsg), so order holds.
  *
  * Invariants: a join or a leave never reorders bytes (a new sender's
  * direction starts in SYNC; a leaver's shortcut queue is empty);
@@ -65,6 +70,22 @@ static inline int lism_sender_decide(__u32 skb_len, __u32 data_segs_in, __u32 da
 	if (data_segs_out > LISM_SENDER_WATCH_SEGS || data_segs_in > LISM_SENDER_WATCH_SEGS)
 		return LISM_SENDER_STOP;
 	return LISM_SENDER_WAIT;
+}
+
+/*
+ * An eager sender's watch, at each of its sends: @in and @out count what
+ * went each way, TCP data segments and shortcut messages together (a
+ * shortcut stream sends no TCP segments); of its @sends so far, sends of
+ * LISM_SENDER_BIG or more carried @bulk bytes.  One-way bulk sends (what
+ * the size watch joins, lism_sender_sizes) stay: JOIN.
+ */
+static inline int lism_sender_eager_decide(__u32 in, __u32 out, __u32 sends, __u64 bulk)
+{
+	int v = lism_sender_decide(1, in, out);
+
+	if (v == LISM_SENDER_STOP && bulk >= (__u64)sends * LISM_SENDER_BULK_BYTES)
+		return LISM_SENDER_JOIN;
+	return v;
 }
 
 /* What a measured send of @size bytes adds to the bulk bytes: only a send the shortcut wins. */

@@ -707,6 +707,99 @@ Test(shortcut, eager_senders_join_at_the_handshake)
 }
 
 /*
+ * An eager sender is watched from its sends (include/lism/sender.h): a
+ * one-way stream of small sends goes to TCP after LISM_SENDER_WATCH_SEGS of
+ * them and its writer leaves the senders map, staying a member.  Its last
+ * shortcut bytes wait in the reader's psock queue while the next ones go to
+ * TCP: the reader must get them all, in order.
+ */
+Test(shortcut, an_eager_one_way_writer_leaves_the_senders)
+{
+	enum { SEND = 100, SENDS = 3 * LISM_SENDER_WATCH_SEGS + 64, BATCH = 64 };
+	struct lism_snapshot s;
+	int c, sv, one = 1;
+
+	needs(LISM_F_DATA_PATH);
+	up("--eager-senders");
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	snap(&e, &s);
+	cr_assert_eq(s.sender_sockets, 2, "not senders at the handshake");
+	cr_assert_eq(setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
+	for (int i = 0; i < SENDS; i += BATCH) {
+		for (int j = i; j < i + BATCH; j++)
+			cr_assert_eq(send_all(c, 51, (__u64)j * SEND, SEND), 0);
+		cr_assert_eq(recv_check(sv, 51, (__u64)i * SEND, (__u64)BATCH * SEND, 5000), 0,
+			     "stream bytes at send %d", i);
+	}
+	snap(&e, &s);
+	cr_assert_geq(s.stats[LISM_S_SENDERS_ONE_WAY], 1, "the eager writer was never found one-way");
+	cr_assert_eq(s.sender_sockets, 1, "%u senders: the one-way writer is still one", s.sender_sockets);
+	cr_assert_gt(s.stats[LISM_S_SC_BYTES], 0);
+	cr_assert_leq(s.stats[LISM_S_SC_BYTES], (__u64)(LISM_SENDER_WATCH_SEGS + 1) * SEND,
+		      "%llu bytes took the shortcut after the writer was found one-way",
+		      (unsigned long long)s.stats[LISM_S_SC_BYTES]);
+	assert_confirmed(1); /* still a pair: its peer may be sent to through the shortcut */
+	/* the reader may still send through the shortcut, to the writer that left */
+	cr_assert_eq(send_all(sv, 52, 0, 10000), 0);
+	cr_assert_eq(recv_check(c, 52, 0, 10000, 5000), 0);
+	snap(&e, &s);
+	cr_assert_geq(s.stats[LISM_S_SC_BYTES], 10000);
+	close(c);
+	close(sv);
+	assert_drained();
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SC_BYTES] + s.stats[LISM_S_TCP_BYTES], (__u64)SENDS * SEND + 10000,
+		     "%llu shortcut + %llu TCP bytes accounted, %llu sent",
+		     (unsigned long long)s.stats[LISM_S_SC_BYTES], (unsigned long long)s.stats[LISM_S_TCP_BYTES],
+		     (unsigned long long)SENDS * SEND + 10000);
+}
+
+/* An eager writer of one-way bulk sends (iperf3's 128 KiB) stays a sender past the watch (sender.h). */
+Test(shortcut, an_eager_bulk_writer_stays_a_sender)
+{
+	enum { BULK = 128 << 10, BULKS = LISM_SENDER_WATCH_SEGS + 64 };
+	struct lism_snapshot s;
+	int c, sv;
+
+	needs(LISM_F_DATA_PATH);
+	up("--eager-senders");
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	for (int i = 0; i < BULKS; i++) {
+		cr_assert_eq(send_all(c, 54, (__u64)i * BULK, BULK), 0);
+		cr_assert_eq(recv_check(sv, 54, (__u64)i * BULK, BULK, 5000), 0, "send %d", i);
+	}
+	snap(&e, &s);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_ONE_WAY], 0, "a bulk writer was found one-way");
+	cr_assert_eq(s.sender_sockets, 2);
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/* An eager pair's request/response exchanges go both ways: both stay senders, past the watch. */
+Test(shortcut, an_eager_request_response_pair_stays_senders)
+{
+	struct lism_snapshot s;
+	int c, sv;
+
+	needs(LISM_F_DATA_PATH);
+	up("--eager-senders");
+	tcp_pair(AF_INET, "127.0.0.1", 1, &c, &sv);
+	assert_confirmed(1);
+	round_trips(c, sv, 2 * LISM_SENDER_WATCH_SEGS, 100, 53);
+	snap(&e, &s);
+	cr_assert_eq(s.sender_sockets, 2, "%u senders after request/response", s.sender_sockets);
+	cr_assert_eq(s.stats[LISM_S_SENDERS_ONE_WAY], 0);
+	cr_assert_geq(s.stats[LISM_S_SC_BYTES], (__u64)2 * LISM_SENDER_WATCH_SEGS * 100,
+		      "request/response left the shortcut");
+	close(c);
+	close(sv);
+	assert_drained();
+}
+
+/*
  * --eager-senders still keeps off a socket with small send limits
  * (sender.h), here a send buffer an accepted socket inherits from its
  * listener; its peer is a sender from the handshake as always.

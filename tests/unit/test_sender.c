@@ -41,6 +41,18 @@ Test(sender, stops_watching_a_one_way_connection)
 	cr_assert_eq(lism_sender_decide(100, 0, W), LISM_SENDER_WAIT, "at the bound, still watched");
 }
 
+Test(sender, an_eager_sender_stops_unless_its_one_way_sends_are_bulk)
+{
+	const __u64 B = LISM_SENDER_BULK_BYTES;
+
+	cr_assert_eq(lism_sender_eager_decide(M, M, M, 0), LISM_SENDER_JOIN, "both ways: it stays");
+	cr_assert_eq(lism_sender_eager_decide(0, W, W, 0), LISM_SENDER_WAIT, "at the bound, still watched");
+	cr_assert_eq(lism_sender_eager_decide(0, W + 1, W + 1, 0), LISM_SENDER_STOP, "small one-way sends");
+	cr_assert_eq(lism_sender_eager_decide(0, W + 1, W + 1, (W + 1) * B), LISM_SENDER_JOIN, "bulk one-way sends stay");
+	cr_assert_eq(lism_sender_eager_decide(0, W + 1, W + 1, (W + 1) * B - 1), LISM_SENDER_STOP, "just short of bulk");
+	cr_assert_eq(lism_sender_eager_decide(W + 1, 1, 1, 0), LISM_SENDER_STOP, "one request, one long answer");
+}
+
 Test(sender, written_bytes_span_any_size_and_sequence_wrap)
 {
 	/* at the start: everything acked */
