@@ -662,6 +662,16 @@ void round_trips(int c, int s, int rounds, __u32 size, __u32 seed)
 	}
 }
 
+void one_way_stream(int c, int s, int sends, __u32 size, int batch, __u32 seed)
+{
+	for (int i = 0; i < sends; i += batch) {
+		for (int j = i; j < i + batch; j++)
+			cr_assert_eq(send_all(c, seed, (__u64)j * size, size), 0);
+		cr_assert_eq(recv_check(s, seed, (__u64)i * size, (__u64)batch * size, 5000), 0,
+			     "stream bytes at send %d", i);
+	}
+}
+
 void make_senders(const struct env *e, int c, int s)
 {
 	struct lism_snapshot before;

@@ -126,6 +126,8 @@ long wait_senders(const struct env *e, __u32 n, int timeout_ms);
 void make_senders(const struct env *e, int c, int s);
 /* @rounds request/response exchanges of @size checked bytes, c to s (stream @seed) and back (@seed + 1). */
 void round_trips(int c, int s, int rounds, __u32 size, __u32 seed);
+/* @sends sends of @size checked bytes c to s (stream @seed), read every @batch (a multiple of it). */
+void one_way_stream(int c, int s, int sends, __u32 size, int batch, __u32 seed);
 
 /* A network namespace owned by the test (deleted by env_down). */
 const char *env_netns(struct env *e, const char *suffix);

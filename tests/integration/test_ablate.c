@@ -55,11 +55,7 @@ Test(ablate, one_way_stop)
 
 	up_ablated("one-way-stop", &c, &s);
 	cr_assert_eq(setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
-	for (int i = 0; i < SENDS; i += BATCH) {
-		for (int j = i; j < i + BATCH; j++)
-			cr_assert_eq(send_all(c, 51, (__u64)j * SEND, SEND), 0);
-		cr_assert_eq(recv_check(s, 51, (__u64)i * SEND, (__u64)BATCH * SEND, 5000), 0, "send %d", i);
-	}
+	one_way_stream(c, s, SENDS, SEND, BATCH, 51);
 	snap(&e, &st);
 	cr_assert_eq(st.stats[LISM_S_SENDERS_ONE_WAY], 0, "the stop ran: the ablation did nothing");
 	cr_assert_eq(st.stats[LISM_S_SENDERS_JOINED], 0);

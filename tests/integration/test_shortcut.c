@@ -285,12 +285,7 @@ Test(shortcut, one_way_stream_never_makes_its_writer_a_sender)
 	assert_confirmed(1);
 	/* one segment per send, so the writer passes the watch's bound */
 	cr_assert_eq(setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
-	for (int i = 0; i < SENDS; i += BATCH) {
-		for (int j = i; j < i + BATCH; j++)
-			cr_assert_eq(send_all(c, 21, (__u64)j * SEND, SEND), 0);
-		cr_assert_eq(recv_check(sv, 21, (__u64)i * SEND, (__u64)BATCH * SEND, 5000), 0,
-			     "stream bytes at send %d", i);
-	}
+	one_way_stream(c, sv, SENDS, SEND, BATCH, 21);
 	snap(&e, &s);
 	cr_assert_eq(s.sender_sockets, 0, "a one-way stream made a sender");
 	cr_assert_eq(s.stats[LISM_S_SENDERS_JOINED], 0);
@@ -726,12 +721,7 @@ Test(shortcut, an_eager_one_way_writer_leaves_the_senders)
 	snap(&e, &s);
 	cr_assert_eq(s.sender_sockets, 2, "not senders at the handshake");
 	cr_assert_eq(setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), 0);
-	for (int i = 0; i < SENDS; i += BATCH) {
-		for (int j = i; j < i + BATCH; j++)
-			cr_assert_eq(send_all(c, 51, (__u64)j * SEND, SEND), 0);
-		cr_assert_eq(recv_check(sv, 51, (__u64)i * SEND, (__u64)BATCH * SEND, 5000), 0,
-			     "stream bytes at send %d", i);
-	}
+	one_way_stream(c, sv, SENDS, SEND, BATCH, 51);
 	snap(&e, &s);
 	cr_assert_geq(s.stats[LISM_S_SENDERS_ONE_WAY], 1, "the eager writer was never found one-way");
 	cr_assert_eq(s.sender_sockets, 1, "%u senders: the one-way writer is still one", s.sender_sockets);
