@@ -554,11 +554,13 @@ ssize_t lism_conn_recv_into(struct lism_conn *c, int fd, void *buf, size_t n, in
 	if (r > 0) {
 		/* the lock held from the look to the take: the bytes taken are those the sink took */
 		w = sink(arg, buf, (size_t)r);
-		v.iov_len = w > 0 ? (size_t)w : 0;
 		if (w > 0) {
 			/* a shutdown(SHUT_RD) or a reset meanwhile: what the sink took is said;
 			 * fewer bytes than were peeked under the lock: the header lied */
-			ssize_t t = recv_locked(c, fd, &v, 1, MSG_DONTWAIT);
+			ssize_t t;
+
+			v.iov_len = (size_t)w;
+			t = recv_locked(c, fd, &v, 1, MSG_DONTWAIT);
 
 			if (t > 0 && t != w)
 				w = rx_fail(c, fd, -EPROTO);
@@ -614,15 +616,15 @@ static bool run_over(struct lism_conn *c, int fd)
 /* The reader's process went: its socket sent a FIN without saying done-writing first, or a reset. */
 static int peer_gone(struct lism_conn *c, int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+	int ev = poll_one(fd, POLLRDHUP, 0);
 	__u32 said;
 
-	if (syscall(SYS_poll, &p, 1, 0) <= 0)
+	if (ev <= 0)
 		return 0;
-	if (p.revents & (POLLERR | POLLHUP))
+	if (ev & (POLLERR | POLLHUP))
 		return 1;
 	said = __atomic_load_n(&c->map.rx.dir->prod.state, __ATOMIC_ACQUIRE);
-	return (p.revents & POLLRDHUP) && !(said & LISM_RING_DONE_WRITING);
+	return (ev & POLLRDHUP) && !(said & LISM_RING_DONE_WRITING);
 }
 
 /* Whether every caught signal restarts calls (SA_RESTART): a send

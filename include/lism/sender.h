@@ -72,6 +72,12 @@ static inline int lism_sender_decide(__u32 skb_len, __u32 data_segs_in, __u32 da
 	return LISM_SENDER_WAIT;
 }
 
+/* Whether @sends whose sends of LISM_SENDER_BIG or more carried @bulk bytes were bulk sends. */
+static inline int lism_sender_bulk(__u32 sends, __u64 bulk)
+{
+	return bulk >= (__u64)sends * LISM_SENDER_BULK_BYTES;
+}
+
 /*
  * An eager sender's watch, at each of its sends: @in and @out count what
  * went each way, TCP data segments and shortcut messages together (a
@@ -83,7 +89,7 @@ static inline int lism_sender_eager_decide(__u32 in, __u32 out, __u32 sends, __u
 {
 	int v = lism_sender_decide(1, in, out);
 
-	if (v == LISM_SENDER_STOP && bulk >= (__u64)sends * LISM_SENDER_BULK_BYTES)
+	if (v == LISM_SENDER_STOP && lism_sender_bulk(sends, bulk))
 		return LISM_SENDER_JOIN;
 	return v;
 }
@@ -104,7 +110,7 @@ static inline int lism_sender_sizes(__u32 sends, __u64 bulk)
 {
 	if (sends < LISM_SENDER_SIZE_SENDS)
 		return LISM_SENDER_WAIT;
-	return bulk >= (__u64)sends * LISM_SENDER_BULK_BYTES ? LISM_SENDER_JOIN : LISM_SENDER_STOP;
+	return lism_sender_bulk(sends, bulk) ? LISM_SENDER_JOIN : LISM_SENDER_STOP;
 }
 
 /*
