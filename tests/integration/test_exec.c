@@ -431,6 +431,7 @@ Test(exec, the_device_hands_a_ring_only_to_a_holder_of_its_pair)
 	cr_assert_eq(((struct lism_ring_hdr *)ma.base)->token[0], ia.token);
 	cr_assert_eq(((struct lism_ring_hdr *)mb.base)->token[1], ib.token);
 	cr_assert_neq(((struct lism_ring_hdr *)mb.base)->token[0], ia.token, "pair B got pair A's memory");
+	lism_ring_tx_set_state(&ma.tx, LISM_RING_ABORT); /* pair A ends reset: the device counts it */
 	lism_exec_detach(&ma);
 	lism_exec_detach(&mb);
 
@@ -522,6 +523,14 @@ Test(exec, the_device_hands_a_ring_only_to_a_holder_of_its_pair)
 	close(p_c);
 	close(p_s);
 	cr_assert_eq(wait_drained(&e, 5000), 0);
+	for (int i = 0; i < 50; i++) { /* the device sweeps its pairs every second */
+		lism_broker_stats(dev, &bs);
+		if (!bs.held)
+			break;
+		usleep(100 * 1000);
+	}
+	cr_assert_eq(bs.held, 0);
+	cr_assert_eq(bs.aborts, 1, "the pair that ended reset, and only it: %llu", (unsigned long long)bs.aborts);
 }
 
 static void assert_tcp_works(int c, int s, __u32 seed)

@@ -206,6 +206,7 @@ Test(preload, a_nonblocking_writer_and_an_edge_triggered_reader_keep_the_stream)
 	stream(7502, total, 1, line, sizeof(line));
 	cr_assert_lt(field(line, "tcp "), total, "not everything went through TCP: %s", line);
 	assert_accounted(line, total);
+	cr_assert_gt(device_totals().runs, 0, "a non-blocking writer that fills the ring goes on in runs");
 }
 
 Test(preload, kill_9_of_the_writer_leaves_its_reader_every_byte_then_the_end)
