@@ -242,13 +242,15 @@ def pinned_cpus(placement):
 DOWNLOAD_BYTES = 256 << 20
 
 
-def nginx_download(placement):
+def nginx_download(placement, sndbuf=None):
     """A same-node download: nginx with sendfile on (as Debian's and the
     nginx image's configs have it) serves a 256 MiB file to curl, over and
     over for the run's seconds, a new connection each time.  Pinned, because
     on one CPU lism's one-way bulk writer can stay behind its own TCP bytes
     for the whole response (docs/performance.md, "DMB size"), and across
-    two it mostly takes the shortcut."""
+    two it mostly takes the shortcut.  @sndbuf: nginx's `listen ... sndbuf=`,
+    an application that sizes its send buffer itself, the workload of the
+    send-limit check (include/lism/sender.h; ablation lism-no-send-limits)."""
     def go(ctx):
         d = os.path.join(ctx["tmp"], "download")
         blob = os.path.join(d, "blob")
@@ -261,8 +263,8 @@ def nginx_download(placement):
         with open(conf, "w") as f:
             f.write("worker_processes 1; daemon off; error_log %s/error.log; pid %s/nginx.pid;\n"
                     "events { worker_connections 64; }\n"
-                    "http { access_log off; sendfile on; server { listen 127.0.0.1:18081; root %s; } }\n"
-                    % (d, d, d))
+                    "http { access_log off; sendfile on; server { listen 127.0.0.1:18081%s; root %s; } }\n"
+                    % (d, d, " sndbuf=" + sndbuf if sndbuf else "", d))
         srv, cli = pinned_cpus(placement)
         with Server(taskset(str(srv)) + ["nginx", "-c", conf, "-p", d], 18081):
             n, t0 = 0, time.time()
@@ -357,6 +359,7 @@ WORKLOADS = [
     ("nginx_conn_close", "req/s", True, False, 1.3, nginx(True)),
     ("nginx_download_same_core", "MB/s", True, False, 1.0, nginx_download("same")),
     ("nginx_download_cross_core", "MB/s", True, False, 1.0, nginx_download("cross")),
+    ("nginx_download_sndbuf64k_same_core", "MB/s", True, False, 1.0, nginx_download("same", "64k")),
     ("iperf3", "Gbit/s", True, True, 3.5, iperf3),
     ("msgrate_100B_same_core", "msg/s", True, False, 1.0, msgrate(100, placement="same")),
     ("msgrate_100B_cross_core", "msg/s", True, False, 1.0, msgrate(100, placement="cross")),
