@@ -55,8 +55,8 @@ USER_HDRS := $(wildcard user/*.h) $(wildcard include/lism/*.h) $(BUILD)/lism.ske
 
 # lism exec's data path (exec/: the preloaded library's sources), built
 # position-independent for liblism.so and linked into the unit tests.
-# preload.c is liblism.so's own (it interposes libc): never linked elsewhere.
-EXEC_SRCS := $(filter-out exec/preload.c,$(wildcard exec/*.c))
+# preload.c and poll.c are liblism.so's own (they interpose libc): never linked elsewhere.
+EXEC_SRCS := $(filter-out exec/preload.c exec/poll.c,$(wildcard exec/*.c))
 EXEC_OBJS := $(patsubst exec/%.c,$(BUILD)/exec/%.o,$(EXEC_SRCS))
 EXEC_HDRS := $(wildcard exec/*.h) $(wildcard include/lism/*.h)
 
@@ -159,10 +159,10 @@ $(BUILD)/exec/%.o: exec/%.c $(EXEC_HDRS) | $(BUILD)/exec
 	$(Q)$(CC) $(USER_CFLAGS) -fPIC -c $< -o $@
 
 # lism exec's preloaded library: only its interposed calls are exported.
-$(BUILD)/liblism.so: $(BUILD)/exec/preload.o $(EXEC_OBJS) exec/liblism.map
+$(BUILD)/liblism.so: $(BUILD)/exec/preload.o $(BUILD)/exec/poll.o $(EXEC_OBJS) exec/liblism.map
 	$(call say,LD,$@)
 	$(Q)$(CC) -shared -Wl,--version-script=exec/liblism.map -Wl,--no-undefined -Wl,-z,now \
-		$(BUILD)/exec/preload.o $(EXEC_OBJS) -ldl -lpthread -o $@
+		$(BUILD)/exec/preload.o $(BUILD)/exec/poll.o $(EXEC_OBJS) -ldl -lpthread -o $@
 
 $(BUILD)/lism: $(BUILD)/user/main.o $(LIB_OBJS) $(EXEC_OBJS)
 	$(call say,LD,$@)

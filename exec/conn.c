@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "exec/conn.h"
+#include "exec/spin.h"
 
 /*
  * Set once the process is about to take a seccomp filter (lism_conn_sandbox):
@@ -213,6 +214,9 @@ int lism_conn_open(struct lism_exec_map *m, struct lism_conn **out)
 	}
 	c->map = *m;
 	c->nonblock = -1;
+	c->busy_us = lism_spin_default_us();
+	/* a spin of the image before an exec ended with it (bell.h: nobody spins here yet) */
+	(void)lism_ring_rx_poll_end(&c->map.rx);
 	m->base = NULL;
 	*out = c;
 	return 0;
@@ -346,6 +350,9 @@ static int tcp_look(struct lism_conn *c, int fd, int wait)
 	char buf[64];
 	ssize_t seen;
 
+	/* no sleep in the kernel over bytes a spin hid from it (bell.h) */
+	if (wait && lism_ring_rx_poll_end(&c->map.rx))
+		return 1;
 	if (wait) /* not holding the lock asleep: a shutdown or a FIONREAD on another
 		     thread goes on, and a process killed asleep leaves it consistent */
 		pthread_mutex_unlock(&c->rx_lock);
@@ -440,6 +447,58 @@ static ssize_t recv_run(struct lism_conn *c, int fd, const struct iovec *iov, in
 	return r;
 }
 
+bool lism_conn_spin_begin(struct lism_conn *c)
+{
+	return !__atomic_load_n(&c->shared, __ATOMIC_RELAXED) && c->busy_us && !sandboxed &&
+	       lism_ring_rx_poll_begin(&c->map.rx);
+}
+
+bool lism_conn_sandboxed(void)
+{
+	return sandboxed;
+}
+
+bool lism_conn_spin_end(struct lism_conn *c)
+{
+	return lism_ring_rx_poll_end(&c->map.rx);
+}
+
+bool lism_conn_ready(struct lism_conn *c)
+{
+	return (flags_now(c) & (LISM_CONN_ABORTED | LISM_CONN_RD_SHUT)) || lism_ring_rx_ready(c->map.rx.dir);
+}
+
+void lism_conn_set_shared(struct lism_conn *c)
+{
+	__atomic_store_n(&c->shared, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * A blocking recv found the ring empty: spin on it for this thread's
+ * budget before the sleep in the kernel, the rx lock released as for the
+ * sleep.  True if something came.
+ */
+static bool spin(struct lism_conn *c)
+{
+	__u64 budget = c->shared || sandboxed ? 0 : lism_spin_budget_ns(c->busy_us), t0, t = 0, yielded = 0;
+	bool found;
+
+	if (!budget)
+		return false;
+	pthread_mutex_unlock(&c->rx_lock);
+	if (!lism_ring_rx_poll_begin(&c->map.rx)) {
+		lock(c, &c->rx_lock);
+		return true; /* bytes counted already, or recv answers at once */
+	}
+	t0 = lism_spin_now_ns();
+	while (!(found = lism_conn_ready(c)) && (t = lism_spin_now_ns() - t0) < budget)
+		lism_spin_relax(t, &yielded);
+	found |= lism_ring_rx_poll_end(&c->map.rx);
+	lism_spin_result(found, t, c->busy_us);
+	lock(c, &c->rx_lock);
+	return found;
+}
+
 /* lism_conn_recv with the rx lock held (released while it sleeps). */
 static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
@@ -508,6 +567,8 @@ static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov,
 			break;
 		if (nb < 0)
 			nb = nonblocking(c, fd, flags);
+		if (!nb && spin(c))
+			continue;
 		say = tcp_look(c, fd, !nb);
 		if (say == 0 || say == -EAGAIN || say == -EINTR) {
 			r = say ?: -EAGAIN; /* nothing, SO_RCVTIMEO, or a signal */

@@ -30,6 +30,7 @@
 #define LISM_EXEC_CONN_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -51,6 +52,8 @@ struct lism_conn {
 	int tx_err;              /* an error a doorbell met, said by the next send */
 	int rx_err;              /* an error TCP said once (a reset), said once when the ring is read */
 	int nonblock;            /* O_NONBLOCK as the wrappers last set it; -1: not read yet */
+	int shared;              /* another process holds the ring too: no spinning (exec/spin.h) */
+	__u32 busy_us;           /* the spin bound of waits for this socket (exec/spin.h) */
 };
 
 /* Take over an attached ring (@m is moved into the connection). */
@@ -96,6 +99,22 @@ void lism_conn_set_nonblock(struct lism_conn *c, int on);
  * that is not final: a read that went past it resets the connection.
  */
 void lism_conn_sandbox(struct lism_conn *c, int fd);
+
+/*
+ * Waits for input (exec/bell.h, exec/spin.h).  A poll wrapper spins on its
+ * ring sockets between spin_begin (false: do not spin on this one) and
+ * spin_end (true: bytes came with no doorbell, the socket is readable),
+ * looking at lism_conn_ready; any wait in the kernel calls spin_end first.
+ */
+bool lism_conn_spin_begin(struct lism_conn *c);
+bool lism_conn_spin_end(struct lism_conn *c);
+bool lism_conn_ready(struct lism_conn *c);
+
+/* Whether the process took a seccomp filter (lism_conn_sandbox): no spin, no wrapper's own syscalls. */
+bool lism_conn_sandboxed(void);
+
+/* Another process holds the ring too (fork, exec): its waits never spin. */
+void lism_conn_set_shared(struct lism_conn *c);
 
 /* $LISM_EXEC_DEBUG set: say on stderr why a connection failed (a reset, a broken pipe). */
 void lism_exec_debug(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

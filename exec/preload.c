@@ -5,8 +5,9 @@
  * listen() (include/lism/exec.h), and at a socket's first call after its
  * handshake reads the pair's decision: RING takes the ring from the device
  * and serves the calls from it (exec/conn.c); anything else leaves the
- * socket to the kernel for its whole life.  poll, select and epoll are not
- * interposed: the ring's doorbells make the kernel's readiness right.
+ * socket to the kernel for its whole life.  The ring's doorbells make the
+ * kernel's readiness right; poll, select and epoll are interposed only to
+ * spin on rings before they sleep (exec/poll.c).
  *
  * Rules:
  * - A socket is a ring socket only through a table entry made here (at
@@ -40,6 +41,8 @@
 #include <unistd.h>
 
 #include "exec/conn.h"
+#include "exec/preload.h"
+#include "exec/spin.h"
 
 #define EXPORT /* exported: exec/liblism.map */
 
@@ -48,6 +51,7 @@ enum { FD_PENDING = 1, FD_RING, FD_ABORTED };
 struct fdent {
 	int refs;                /* the table's reference, dups, and calls in flight; 0: free */
 	int state;               /* FD_* */
+	int shared;              /* another process may hold it: fork, or inherited across exec */
 	pthread_mutex_t setup;   /* the decision, once */
 	struct lism_conn *conn;  /* FD_RING */
 	struct fdent *next_free;
@@ -140,6 +144,7 @@ static struct fdent *ent_new(int state)
 		pthread_mutex_init(&e->setup, NULL);
 	}
 	e->state = state;
+	e->shared = 0;
 	e->conn = NULL;
 	__atomic_store_n(&e->refs, 1, __ATOMIC_RELEASE);
 	return e;
@@ -202,6 +207,7 @@ static void ent_drop(int fd)
 {
 	struct fdent **s = slot(fd, 0), *old;
 
+	lism_poll_forget(fd);
 	if (s && (old = __atomic_exchange_n(s, NULL, __ATOMIC_ACQ_REL)))
 		ent_put(old, fd);
 }
@@ -247,6 +253,9 @@ static void decide(int fd, struct fdent *e)
 	err = lism_exec_attach(fd, device_path, &m);
 	if (!err) {
 		if (!lism_conn_open(&m, &e->conn)) {
+			e->conn->busy_us = lism_spin_bound_us(fd);
+			if (e->shared)
+				lism_conn_set_shared(e->conn);
 			e->state = FD_RING;
 			goto out;
 		}
@@ -299,6 +308,38 @@ static struct lism_conn *ring_of(int fd, struct fdent **ep)
 		ent_drop(fd); /* KERNEL for good */
 		return NULL;
 	}
+}
+
+struct lism_conn *lism_fd_ring(int fd, void **ref)
+{
+	struct fdent *e = ent_get(fd);
+
+	*ref = NULL;
+	if (!e)
+		return NULL;
+	/* inherited across exec: a spin of the image before may have hidden bytes
+	 * from the kernel (exec/bell.h), which the ring's open says */
+	if (e->state == FD_PENDING && e->shared)
+		decide(fd, e);
+	if (e->state != FD_RING) { /* not decided yet: its first call decides, its doorbells wake */
+		ent_put(e, -1);
+		return NULL;
+	}
+	*ref = e;
+	return e->conn;
+}
+
+void lism_fd_put(void *ref)
+{
+	if (ref)
+		ent_put(ref, -1);
+}
+
+bool lism_fd_known(int fd)
+{
+	struct fdent **s = slot(fd, 0);
+
+	return s && __atomic_load_n(s, __ATOMIC_ACQUIRE);
 }
 
 static ssize_t answer(struct fdent *e, ssize_t r)
@@ -752,6 +793,40 @@ EXPORT int prctl(int option, ...)
 	return REAL(prctl)(option, a[0], a[1], a[2], a[3]);
 }
 
+/* Every socket of the table, for @fn (a reference held meanwhile). */
+static void each_ent(void (*fn)(int fd, struct fdent *e))
+{
+	for (unsigned int c = 0; c < CHUNKS; c++) {
+		if (!__atomic_load_n(&table[c], __ATOMIC_ACQUIRE))
+			continue;
+		for (unsigned int i = 0; i < 1u << CHUNK_BITS; i++) {
+			int fd = (int)(c << CHUNK_BITS | i);
+			struct fdent *e = ent_get(fd);
+
+			if (e) {
+				fn(fd, e);
+				ent_put(e, -1);
+			}
+		}
+	}
+}
+
+static void ent_share(int fd, struct fdent *e)
+{
+	(void)fd;
+	pthread_mutex_lock(&e->setup); /* against a decide in flight */
+	e->shared = 1;
+	if (e->state == FD_RING)
+		lism_conn_set_shared(e->conn);
+	pthread_mutex_unlock(&e->setup);
+}
+
+/* A fork: parent and child hold every socket there is now, so none is spun on again (spin.h). */
+static void forking(void)
+{
+	each_ent(ent_share);
+}
+
 /*
  * At start: sockets this process inherited across exec from a process
  * that ran liblism (sshd's session, a re-exec'd server) are looked at like
@@ -763,6 +838,7 @@ __attribute__((constructor)) static void start(void)
 	struct dirent *de;
 
 	resolve();
+	pthread_atfork(forking, NULL, NULL);
 	snprintf(device_path, sizeof(device_path), "%s", lism_exec_device_path());
 	d = opendir("/proc/self/fd");
 	if (!d)
@@ -777,8 +853,10 @@ __attribute__((constructor)) static void start(void)
 		    in.mode != LISM_EXEC_KERNEL) {
 			struct fdent *e = ent_new(FD_PENDING);
 
-			if (e)
+			if (e) {
+				e->shared = 1; /* the process before the exec may live on (spin.h) */
 				ent_set(fd, e);
+			}
 		}
 	}
 	closedir(d);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "bell.h"
 #include "ring.h"
 
 #define LOAD(p)      __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -135,6 +136,7 @@ int lism_ring_init(void *base, __u64 len, __u32 dmb_size, __u64 gid, __u64 token
 	h->gid = gid;
 	h->token[0] = token0;
 	h->token[1] = token1;
+	h->dir[0].prod.bell = h->dir[1].prod.bell = LISM_BELL_INIT;
 	STORE(&h->magic, LISM_RING_MAGIC); /* last: a header with its magic is whole */
 	return 0;
 }
@@ -166,8 +168,8 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 	rx->prod_seen = rx->cons;
 	{
 		/* a process after exec: the doorbells sent and not eaten are owed,
-		 * but one, while bytes wait for it (the count above 0) */
-		__u64 sent = LOAD(&h->dir[end].prod.bells), live = LOAD(&h->dir[end].prod.unread) > 0;
+		 * but one, while bytes wait for it (a rung stretch open) */
+		__u64 sent = LOAD(&h->dir[end].prod.bells), live = lism_bell_rung(LOAD(&h->dir[end].prod.bell));
 
 		rx->owed = sent > rx->eaten + live ? sent - rx->eaten - live : 0;
 	}
@@ -192,6 +194,23 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 	tx->cons_seen.wrap--;
 	if (rx->cons.count >= size || tx->prod.count >= size || load_unread(rx) < 0 || load_used(tx) < 0)
 		return -EPROTO;
+	return 0;
+}
+
+/* Take @n from the doorbell word after consuming them: owe a doorbell if
+ * the rule says so; -EPROTO if the word is none the rule can make. */
+static int take(struct lism_ring_rx *rx, __u64 n)
+{
+	__u64 old = LOAD(&rx->dir->prod.bell), w;
+	bool owes;
+
+	do {
+		if (!lism_bell_valid(old, rx->size) || lism_bell_unread(old) < (__s64)n - (__s64)rx->size)
+			return -EPROTO;
+		w = lism_bell_take(old, n, &owes);
+	} while (!__atomic_compare_exchange_n(&rx->dir->prod.bell, &old, w, true, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	rx->owed += owes;
 	return 0;
 }
 
@@ -222,7 +241,7 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 {
 	size_t want = iov_total(iov, iovcnt);
 	__u32 state;
-	__s64 n, left;
+	__s64 n;
 	int run;
 
 	if (rx->err)
@@ -263,12 +282,9 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 		STORE(&rx->dir->cons.cursor, lism_cursor_pack(rx->cons));
 		/* after the cursor; the writer adds after it publishes, so the
 		 * count may go below 0 for a moment: only a crossing from above
-		 * 0 to 0 or below owes a doorbell */
-		left = __atomic_fetch_sub(&rx->dir->prod.unread, n, __ATOMIC_ACQ_REL);
-		if (left > 2 * (__s64)rx->size || left < n - (__s64)rx->size)
+		 * 0 to 0 or below owes a doorbell, and only if one rang (bell.h) */
+		if (take(rx, (__u64)n))
 			return rx->err = -EPROTO;
-		if (left > 0 && left - n <= 0)
-			rx->owed++;
 	}
 	return n;
 }
@@ -341,7 +357,8 @@ ssize_t lism_ring_unread(struct lism_ring_rx *rx)
 ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iovcnt)
 {
 	size_t want = iov_total(iov, iovcnt);
-	__s64 used, n, before;
+	__s64 used, n;
+	__u64 before;
 
 	tx->bell = false;
 	if (tx->err)
@@ -362,10 +379,10 @@ ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iov
 	tx->prod = advance(tx->prod, (__u32)n, tx->size);
 	STORE(&tx->dir->prod.cursor, lism_cursor_pack(tx->prod));
 	/* counted after they are published: a count above 0 always has bytes behind it */
-	before = __atomic_fetch_add(&tx->dir->prod.unread, n, __ATOMIC_ACQ_REL);
-	if (before > 2 * (__s64)tx->size || before < -(__s64)tx->size)
+	before = __atomic_fetch_add(&tx->dir->prod.bell, (__u64)n, __ATOMIC_ACQ_REL);
+	if (!lism_bell_valid(before, tx->size))
 		return tx->err = -EPROTO; /* the reader's count: out of what the ring allows */
-	if (before <= 0 && before + n > 0) {
+	if (lism_bell_rings(before, (__u64)n)) {
 		tx->bell = true;
 		__atomic_store_n(&tx->dir->prod.bells, ++tx->bells, __ATOMIC_RELAXED);
 	}
@@ -409,7 +426,7 @@ bool lism_ring_tx_run_end(struct lism_ring_tx *tx)
 	/* the reader has read the ring up to the run, and counted it (it
 	 * stores its cursor before it subtracts: a ring write before that
 	 * would find the count above 0 and ring no doorbell) */
-	if (load_used(tx) != 0 || LOAD(&tx->dir->prod.unread) > 0)
+	if (load_used(tx) != 0 || lism_bell_unread(LOAD(&tx->dir->prod.bell)) > 0)
 		return false;
 	STORE(&tx->dir->run[(tx->runs - 1) % LISM_RING_RUNS].ended, 1);
 	tx->in_run = false;
@@ -452,21 +469,38 @@ static bool wait_flag_take(__u32 *flag)
 	return __atomic_load_n(flag, __ATOMIC_RELAXED) && __atomic_exchange_n(flag, 0, __ATOMIC_ACQ_REL);
 }
 
-bool lism_ring_rx_arm(struct lism_ring_rx *rx)
+/* One atomic change of the doorbell word by @rule (the reader's flags): the new word. */
+static __u64 bell_change(struct lism_ring_rx *rx, __u64 (*rule)(__u64))
 {
-	if (rx->err || rx->eof)
-		return false; /* recv answers at once */
-	wait_flag_raise(&rx->dir->cons.reader_waits);
-	if ((LOAD(&rx->dir->prod.state) & WRITER_STATES) || load_unread(rx) != 0) {
-		__atomic_store_n(&rx->dir->cons.reader_waits, 0, __ATOMIC_RELAXED);
-		return false;
-	}
-	return true;
+	__u64 old = LOAD(&rx->dir->prod.bell), w;
+
+	do {
+		w = rule(old);
+		if (w == old)
+			break;
+	} while (!__atomic_compare_exchange_n(&rx->dir->prod.bell, &old, w, true, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	return w;
 }
 
-bool lism_ring_tx_ring(struct lism_ring_tx *tx)
+bool lism_ring_rx_poll_begin(struct lism_ring_rx *rx)
 {
-	return wait_flag_take(&tx->dir->cons.reader_waits);
+	if (rx->err || rx->eof)
+		return false;
+	return bell_change(rx, lism_bell_poll_begin) & LISM_BELL_POLLING;
+}
+
+bool lism_ring_rx_poll_end(struct lism_ring_rx *rx)
+{
+	return lism_bell_silent(bell_change(rx, lism_bell_poll_end));
+}
+
+bool lism_ring_rx_ready(const struct lism_ring_dir *dir)
+{
+	/* only what the kernel would not say: bytes counted, and the writer's
+	 * end (its FIN says it too, but after the state: the doorbell channel
+	 * is TCP's, the state the ring's) */
+	return lism_bell_unread(LOAD(&dir->prod.bell)) > 0 || (LOAD(&dir->prod.state) & WRITER_STATES);
 }
 
 bool lism_ring_tx_arm(struct lism_ring_tx *tx)

@@ -15,11 +15,12 @@
  *   outside the mapping whatever the header holds.
  * - One caller at a time per rx and per tx: the caller serializes (threads,
  *   and processes sharing the socket after fork).
- * - Waits: a side about to sleep arms (rx_arm, tx_arm) and sleeps only if
- *   that says so; the other side asks (tx_ring after it writes, rx_ring
- *   after it reads) and rings a doorbell when told.  Both put a full fence
- *   between their store and their load, so one of the two always sees the
- *   other: no wakeup is lost.
+ * - Waits for bytes: the doorbell rule (exec/bell.h); recv says when the
+ *   caller owes a doorbell (rx->owed), send when it rings one (tx->bell).
+ * - Waits for room: a writer about to sleep arms (tx_arm) and sleeps only
+ *   if that says so; the reader asks (rx_ring after it reads) and rings
+ *   when told.  Both put a full fence between their store and their load,
+ *   so one of the two always sees the other: no wakeup is lost.
  */
 #ifndef LISM_EXEC_RING_H
 #define LISM_EXEC_RING_H
@@ -128,15 +129,23 @@ void lism_ring_tx_set_state(struct lism_ring_tx *tx, __u32 state);
  * peer's writer sleeps for room and needs a doorbell to learn it. */
 bool lism_ring_rx_close(struct lism_ring_rx *rx);
 
-/* The reader is about to sleep: true if it may (nothing to read, nothing
- * said); then the writer's next tx_ring answers true.  False means read
- * again first. */
-bool lism_ring_rx_arm(struct lism_ring_rx *rx);
-/* The writer wrote or changed its state: true if the reader sleeps and
- * needs a doorbell (said once per arm). */
-bool lism_ring_tx_ring(struct lism_ring_tx *tx);
+/*
+ * A reader about to spin on the ring (exec/bell.h): true if the writer's
+ * doorbells are silent now; false if bytes are counted (read them), or
+ * recv answers at once.  Spinning ends with poll_end, which every wait in
+ * the kernel calls first too: true if bytes are counted and no doorbell
+ * rang for them (the caller says them: it reads, or reports POLLIN).
+ */
+bool lism_ring_rx_poll_begin(struct lism_ring_rx *rx);
+bool lism_ring_rx_poll_end(struct lism_ring_rx *rx);
 
-/* The same for a writer that waits for room, and the reader that frees it. */
+/* Whether the ring into an end says something to read now: bytes counted,
+ * or the writer's end.  A hint from the shared header, without the
+ * reader's lock (recv checks): what a spin looks at. */
+bool lism_ring_rx_ready(const struct lism_ring_dir *dir);
+
+/* A writer that waits for room: true if it may sleep (the ring is full);
+ * then the reader's next rx_ring after it frees room answers true (once). */
 bool lism_ring_tx_arm(struct lism_ring_tx *tx);
 bool lism_ring_rx_ring(struct lism_ring_rx *rx);
 

@@ -70,7 +70,9 @@ void lism_usage(FILE *f)
 		"           [--device-socket PATH]  (make run starts it; lism run is a device too)\n"
 		"  exec     run a command with liblism preloaded: its connections to other programs\n"
 		"           under lism exec move their bytes through shared-memory rings\n"
-		"           [--device-socket PATH] [--] CMD [ARG]...\n"
+		"           [--device-socket PATH] [--busy-poll US] [--] CMD [ARG]...\n"
+		"           (--busy-poll: how long a wait spins on its rings before it sleeps, 0 never;\n"
+		"           default $LISM_BUSY_POLL_US, else 50, adapting to what spinning finds)\n"
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
 		"  set active drain    keep them on TCP until a lism run adopts the instance\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"
@@ -283,6 +285,7 @@ enum {
 	OPT_LOG_INTERVAL,
 	OPT_LOCAL_ROUTES,
 	OPT_DEVICE_SOCKET,
+	OPT_BUSY_POLL,
 };
 
 /* Every option of every command: getopt knows them all, so one of another command is named as such. */
@@ -312,6 +315,7 @@ static const struct option longopts[] = {
 	{ "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
 	{ "unload-on-exit", no_argument, NULL, OPT_UNLOAD_ON_EXIT },
 	{ "device-socket", required_argument, NULL, OPT_DEVICE_SOCKET },
+	{ "busy-poll", required_argument, NULL, OPT_BUSY_POLL },
 	{ "stay", no_argument, NULL, OPT_STAY },
 	{ "gone", no_argument, NULL, OPT_GONE },
 	{ "soft", no_argument, NULL, OPT_SOFT },
@@ -667,7 +671,13 @@ static void run_init(struct lism_opts *o)
 
 static int exec_opt(struct lism_opts *o, int c, const char *arg, char *err, size_t errlen)
 {
-	(void)c; /* --device-socket, its only one */
+	if (c == OPT_BUSY_POLL) {
+		/* exec/spin.h's LISM_SPIN_MAX_US */
+		if (lism_parse_u32(arg, 0, 100000, &o->exec.busy_poll_us))
+			return fail(err, errlen, "exec: --busy-poll '%s': microseconds, 0 to 100000", arg);
+		o->exec.busy_poll_set = 1;
+		return 0;
+	}
 	return device_socket_opt(o->exec.device_socket, sizeof(o->exec.device_socket), arg, err, errlen);
 }
 
@@ -696,7 +706,7 @@ static void device_init(struct lism_opts *o)
 static int exec_args(struct lism_opts *o, int n, char **args, char *err, size_t errlen)
 {
 	if (n < 1)
-		return fail(err, errlen, "exec: missing the command to run (lism exec [--device-socket PATH] -- CMD...)");
+		return fail(err, errlen, "exec: missing the command to run (lism exec [--device-socket PATH] [--busy-poll US] -- CMD...)");
 	o->exec.argv = args;
 	return 0;
 }
@@ -735,7 +745,7 @@ static const struct command {
 	{ "set", LISM_CMD_SET, (const int[]){ 0 }, NULL, set_args, NULL },
 	{ "mount-bpffs", LISM_CMD_MOUNT_BPFFS, (const int[]){ OPT_SOFT, 0 }, mount_opt, NULL, NULL },
 	{ "probe", LISM_CMD_PROBE, (const int[]){ 'j', 0 }, NULL, NULL, NULL },
-	{ "exec", LISM_CMD_EXEC, (const int[]){ OPT_DEVICE_SOCKET, 0 }, exec_opt, exec_args, NULL },
+	{ "exec", LISM_CMD_EXEC, (const int[]){ OPT_DEVICE_SOCKET, OPT_BUSY_POLL, 0 }, exec_opt, exec_args, NULL },
 	{ "device", LISM_CMD_DEVICE, (const int[]){ OPT_DEVICE_SOCKET, 0 }, device_opt, NULL, device_init },
 	{ "help", LISM_CMD_HELP, (const int[]){ 0 }, NULL, NULL, NULL },
 	{ "version", LISM_CMD_VERSION, (const int[]){ 0 }, NULL, NULL, NULL },

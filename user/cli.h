@@ -117,6 +117,8 @@ struct lism_set_opts {
 struct lism_exec_opts {
 	char device_socket[LISM_DEVICE_PATH_MAX]; /* "": $LISM_DEVICE's rule (lism_device_path) */
 	char **argv;                              /* the command, NULL-terminated (main's argv) */
+	__u32 busy_poll_us;                       /* --busy-poll: $LISM_BUSY_POLL_US for the command */
+	int busy_poll_set;
 };
 
 struct lism_device_opts {

@@ -32,6 +32,13 @@ int lism_cmd_exec(const struct lism_common_opts *co, const struct lism_exec_opts
 	}
 	if (o->device_socket[0] && setenv("LISM_DEVICE", o->device_socket, 1))
 		return LISM_EXIT_FAIL;
+	if (o->busy_poll_set) {
+		char us[16];
+
+		snprintf(us, sizeof(us), "%u", o->busy_poll_us);
+		if (setenv("LISM_BUSY_POLL_US", us, 1))
+			return LISM_EXIT_FAIL;
+	}
 	device = lism_device_path(getenv("LISM_DEVICE"));
 	if (!lism_device_answers(device))
 		fprintf(stderr, "lism exec: no lism device answers at %s: connections stay on the kernel path "

@@ -9,8 +9,9 @@
  * Each direction's cursors are CDC-style {wrap, count} (cursor.h) packed
  * into one 64-bit word, so that a load sees both halves of one store.  The
  * producer line is written by the writer and the consumer line by the
- * reader, each on its own cache line; the two wait flags are the exception
- * (set by the waiter, taken by the side that wakes it).
+ * reader, each on its own cache line; the exceptions are the writer's wait
+ * flag (set by the writer, taken by the reader that frees room) and the
+ * doorbell word (both sides, by atomic operations).
  *
  * Invariant: 0 <= producer - consumer <= dmb_size.  The header is shared
  * with another process, so it is untrusted: each end keeps its own cursor
@@ -22,7 +23,10 @@
  * crosses above 0, and the reader eats one each time its consumption takes
  * the count back to 0 or below, so a ring holding bytes always has a
  * doorbell unread (or on its way) on the reader's socket: the kernel's
- * readiness (poll, epoll, a blocking recv) is the ring's.
+ * readiness (poll, epoll, a blocking recv) is the ring's.  The exception is
+ * a reader that spins on the ring (its POLLING flag, in the same word as
+ * the count): the writer's crossings ring nothing then, and the reader says
+ * the bytes itself (exec/bell.h has the rule).
  *
  * Runs: a stretch of the stream may go through TCP instead (a
  * non-blocking writer whose ring is full, sendfile): the writer describes
@@ -41,7 +45,7 @@
 #include "cursor.h"
 
 #define LISM_RING_MAGIC    0x676e69726d73696cULL /* "lismring" */
-#define LISM_RING_VERSION  2
+#define LISM_RING_VERSION  3
 #define LISM_RING_HDR_SIZE 4096u
 #define LISM_RING_LINE     64
 
@@ -62,10 +66,10 @@ struct lism_ring_prod {
 	__u64 cursor;       /* lism_cursor_pack(): bytes written into the DMB */
 	__u32 state;        /* LISM_RING_DONE_WRITING, _CLOSED, _ABORT */
 	__u32 writer_waits; /* the writer sleeps for room: the reader rings once it frees some */
-	__s64 unread;       /* bytes counted, less those consumed: the writer adds after it
-			       publishes, the reader subtracts after it consumes (so it stays in
-			       [-dmb_size, 2 * dmb_size]); a crossing above 0 rings a doorbell,
-			       one back owes its reader one */
+	__u64 bell;         /* the doorbell word (exec/bell.h): bytes counted, less those
+			       consumed (the writer adds after it publishes, the reader takes
+			       after it consumes, so it stays in [-dmb_size, 2 * dmb_size]),
+			       biased, and the reader's POLLING and SILENT flags */
 	__u64 bells;        /* doorbells sent so far (the writer's count, for a re-attach) */
 	__u64 runs;         /* runs started so far; run i is in run[i % LISM_RING_RUNS] */
 	__u8 pad[LISM_RING_LINE - 40];
@@ -83,7 +87,7 @@ struct lism_ring_run {
 struct lism_ring_cons {
 	__u64 cursor;       /* lism_cursor_pack(): bytes read out of the DMB */
 	__u32 state;        /* LISM_RING_READER_CLOSED */
-	__u32 reader_waits; /* the reader sleeps for bytes: the writer rings once it writes */
+	__u32 pad0;
 	__u64 eaten;        /* doorbells eaten so far (the reader's count, for a re-attach) */
 	__u64 runs_done;    /* runs read to their end */
 	__u64 run_read;     /* bytes read of run runs_done */

@@ -93,8 +93,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			break;
 		case 4:
-			(void)lism_ring_rx_arm(&rx);
-			(void)lism_ring_tx_ring(&tx);
+			if (lism_ring_rx_poll_begin(&rx))
+				(void)lism_ring_rx_ready(rx.dir);
+			(void)lism_ring_rx_poll_end(&rx);
 			break;
 		case 5:
 			(void)lism_ring_tx_arm(&tx);
@@ -137,14 +138,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct lism_ring_run *run = &rx.dir->run[take(&in, 1) % LISM_RING_RUNS];
 
 			switch ((op >> 4) & 7) {
-			case 0: rx.dir->prod.unread = (__s64)take(&in, 8); break;
+			case 0: rx.dir->prod.bell = take(&in, 8); break;
 			case 1: rx.dir->prod.runs = take(&in, 8); break;
 			case 2: run->at = take(&in, 8); break;
 			case 3: run->len = take(&in, 8); break;
 			case 4: run->bells = take(&in, 8); break;
 			case 5: run->ended = (__u32)take(&in, 1); break;
 			case 6: tx.dir->cons.runs_done = take(&in, 8); break;
-			default: tx.dir->prod.unread = (__s64)take(&in, 8); break;
+			default: tx.dir->prod.bell = take(&in, 8); break;
 			}
 			break;
 		}

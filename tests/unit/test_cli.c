@@ -406,6 +406,15 @@ Test(cli, exec_and_device)
 	cr_assert(strstr(err, "missing the command"), "%s", err);
 	cr_assert_eq(parse("exec --device-socket rel.sock -- true", &o, err), LISM_EXIT_USAGE);
 	cr_assert_eq(parse("exec --cgroup /x -- true", &o, err), LISM_EXIT_USAGE, "a load option is not exec's");
+	cr_assert_eq(parse("exec --busy-poll 0 -- true", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert(o.exec.busy_poll_set && o.exec.busy_poll_us == 0, "0: never spin, and said");
+	cr_assert_eq(parse("exec --busy-poll 200 -- true", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_eq(o.exec.busy_poll_us, 200);
+	cr_assert_eq(parse("exec -- true", &o, err), LISM_EXIT_OK, "%s", err);
+	cr_assert_not(o.exec.busy_poll_set, "not given: the environment's");
+	cr_assert_eq(parse("exec --busy-poll 100001 -- true", &o, err), LISM_EXIT_USAGE, "past the cap");
+	cr_assert_eq(parse("exec --busy-poll 5us -- true", &o, err), LISM_EXIT_USAGE);
+	cr_assert_eq(parse("device --busy-poll 5", &o, err), LISM_EXIT_USAGE, "exec's alone");
 	cr_assert_eq(parse("device", &o, err), LISM_EXIT_OK, "%s", err);
 	cr_assert_eq(o.cmd, LISM_CMD_DEVICE);
 	cr_assert_str_eq(o.device.device_socket, lism_device_path(getenv("LISM_DEVICE")));

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec/bell.h"
 #include "exec/ring.h"
 
 _Static_assert(sizeof(struct lism_ring_hdr) <= LISM_RING_HDR_SIZE, "the header fits its page");
@@ -176,7 +177,7 @@ Test(ring, end_of_stream_comes_after_every_byte)
 	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), 0, "and EOF again");
 	p.h->dir[1].prod.state = 0;
 	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), 0, "EOF stays, whatever the peer writes");
-	cr_assert_not(lism_ring_rx_arm(&p.rx[1]), "no sleep after EOF");
+	cr_assert_not(lism_ring_rx_poll_begin(&p.rx[1]), "no spin after EOF");
 	p.h->dir[1].prod.cursor = lism_cursor_pack((struct lism_cursor){ 0, 12 });
 	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), -EPROTO, "bytes after EOF");
 	cr_assert_eq(send_buf(&p.tx[1], "reply", 5), 5, "half-close: the other way still flows");
@@ -193,7 +194,7 @@ Test(ring, abort_drops_unread_bytes_and_resets)
 	cr_assert_eq(send_buf(&p.tx[0], "unread", 6), 6);
 	lism_ring_tx_set_state(&p.tx[0], LISM_RING_ABORT);
 	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), -ECONNRESET);
-	cr_assert_eq(lism_ring_rx_arm(&p.rx[1]), false, "a reset wakes the reader");
+	cr_assert(lism_ring_rx_ready(p.rx[1].dir), "a reset is there to read");
 	p.h->dir[1].prod.state = 0;
 	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), -ECONNRESET, "a reset stays");
 	pair_close(&p);
@@ -354,23 +355,32 @@ Test(ring, a_reattach_owes_the_doorbells_sent_and_not_eaten)
 	pair_close(&p);
 }
 
-Test(ring, arm_refuses_to_sleep_on_bytes_or_a_state)
+Test(ring, a_spinning_reader_silences_the_doorbells_and_says_the_bytes)
 {
 	struct pair p;
 	char out[4];
 
 	pair_open(&p, 8);
-	cr_assert(lism_ring_rx_arm(&p.rx[1]), "nothing to read: may sleep");
+	cr_assert_not(lism_ring_rx_ready(p.rx[1].dir), "nothing to read");
+	cr_assert(lism_ring_rx_poll_begin(&p.rx[1]), "nothing to read: the reader may spin");
 	cr_assert_eq(send_buf(&p.tx[0], "ab", 2), 2);
-	cr_assert(lism_ring_tx_ring(&p.tx[0]), "the sleeper needs a doorbell");
-	cr_assert_not(lism_ring_tx_ring(&p.tx[0]), "once per arm");
-	cr_assert_not(lism_ring_rx_arm(&p.rx[1]), "bytes to read: not asleep");
-	cr_assert_not(lism_ring_tx_ring(&p.tx[0]), "and no doorbell for it");
-	cr_assert_eq(recv_buf(&p.rx[1], out, 2, 0), 2);
-	cr_assert(lism_ring_rx_arm(&p.rx[1]));
+	cr_assert_not(p.tx[0].bell, "the reader spins: no doorbell");
+	cr_assert(lism_ring_rx_ready(p.rx[1].dir), "the spin sees the bytes");
+	cr_assert(lism_ring_rx_poll_end(&p.rx[1]), "bytes with no doorbell: the reader says them");
+	cr_assert_not(lism_ring_rx_poll_begin(&p.rx[1]), "bytes counted: read them, no spin");
+	cr_assert_eq(send_buf(&p.tx[0], "c", 1), 1);
+	cr_assert_not(p.tx[0].bell, "still the silent stretch");
+	cr_assert_eq(recv_buf(&p.rx[1], out, 3, 0), 3);
+	cr_assert_eq(p.rx[1].owed, 0, "its end owes nothing");
+	cr_assert_eq(send_buf(&p.tx[0], "d", 1), 1);
+	cr_assert(p.tx[0].bell, "nobody spins: a doorbell");
+	cr_assert_not(lism_ring_rx_poll_end(&p.rx[1]), "no spin to end: nothing silent");
+	cr_assert_eq(recv_buf(&p.rx[1], out, 1, 0), 1);
+	cr_assert_eq(p.rx[1].owed, 1, "and its end owes it");
+	cr_assert(lism_ring_rx_poll_begin(&p.rx[1]));
 	lism_ring_tx_set_state(&p.tx[0], LISM_RING_CLOSED);
-	cr_assert(lism_ring_tx_ring(&p.tx[0]), "a close wakes the sleeper too");
-	cr_assert_not(lism_ring_rx_arm(&p.rx[1]), "EOF to read");
+	cr_assert(lism_ring_rx_ready(p.rx[1].dir), "a close is there to read");
+	cr_assert_not(lism_ring_rx_poll_end(&p.rx[1]), "no bytes counted: nothing silent");
 
 	/* the writer's side: full, then room */
 	cr_assert_eq(send_buf(&p.tx[1], "12345678", 8), 8);
@@ -382,15 +392,34 @@ Test(ring, arm_refuses_to_sleep_on_bytes_or_a_state)
 	pair_close(&p);
 }
 
-/* Two threads, a 4 KiB ring, 64 MiB, the wait protocol with a pipe for
- * each doorbell.  A side empties its pipe before it arms, so that no
- * doorbell left from an earlier sleep ends a later one: a lost wakeup
- * leaves a side asleep, which ten seconds without a doorbell turn into a
- * failure.  Only sleeps that found no doorbell waiting count as sleeps. */
+Test(ring, a_doorbell_word_the_rule_cannot_make_resets)
+{
+	struct pair p;
+	char out[4];
+
+	pair_open(&p, 8);
+	cr_assert_eq(send_buf(&p.tx[0], "ab", 2), 2);
+	p.h->dir[1].prod.bell |= 1ull << 50;
+	cr_assert_eq(recv_buf(&p.rx[1], out, 2, 0), -EPROTO, "a bit the rule never sets");
+	cr_assert_eq(send_buf(&p.tx[1], "ab", 2), 2);
+	p.h->dir[0].prod.bell = LISM_BELL_INIT + 100;
+	cr_assert_eq(send_buf(&p.tx[1], "c", 1), -EPROTO, "more counted than two rings");
+	pair_close(&p);
+}
+
+/* Two threads, a 4 KiB ring, 64 MiB, the wait protocols with a pipe for
+ * doorbells each way.  The writer rings the reader's pipe as the doorbell
+ * rule says (tx.bell), and the reader eats exactly what it owes, spinning
+ * (POLLING) before some waits and not others: a lost wakeup leaves a side
+ * asleep, which ten seconds without a doorbell turn into a failure, and a
+ * stray doorbell is one left in the pipe at the end (or a reader that
+ * wakes to nothing forever).  The writer's waits for room drain their pipe
+ * before they arm (that rule is the writer_waits flag's).  Only sleeps that
+ * found no doorbell waiting count as sleeps. */
 struct side {
 	struct pair *p;
 	int bell_in, bell_out; /* sleep on bell_in, ring bell_out */
-	__u64 sum, bytes, sleeps, rings;
+	__u64 sum, bytes, sleeps, rings, spins, silent;
 	int fail;
 	int *stop;             /* the other side failed: stop waiting */
 };
@@ -462,7 +491,7 @@ static void *writer(void *arg)
 			if (k > 0) {
 				s->sum = mix(s->sum, buf + off, k);
 				off += k;
-				if (lism_ring_tx_ring(&s->p->tx[0]))
+				if (s->p->tx[0].bell)
 					ring_bell(s);
 			} else if (k != -EAGAIN) {
 				fail(s, 1);
@@ -480,9 +509,20 @@ static void *writer(void *arg)
 		s->bytes += n;
 	}
 	lism_ring_tx_set_state(&s->p->tx[0], LISM_RING_CLOSED);
-	if (lism_ring_tx_ring(&s->p->tx[0]))
-		ring_bell(s);
+	close(s->bell_out); /* the FIN: the reader's pipe hangs up */
+	s->bell_out = -1;
 	return NULL;
+}
+
+/* Eat the doorbells the reader owes that are in its pipe, never more. */
+static void eat_owed(struct side *s)
+{
+	char drain[64];
+	__u64 n = s->p->rx[1].owed;
+	ssize_t r;
+
+	if (n && (r = read(s->bell_in, drain, n < sizeof(drain) ? n : sizeof(drain))) > 0)
+		lism_ring_rx_ate(&s->p->rx[1], (__u64)r);
 }
 
 static void *reader(void *arg)
@@ -490,25 +530,51 @@ static void *reader(void *arg)
 	struct side *s = arg;
 	unsigned char buf[5000];
 	unsigned seed = 5;
+	long idle = 0;
 
 	for (;;) {
 		ssize_t k = recv_buf(&s->p->rx[1], buf, 1 + rand_r(&seed) % sizeof(buf), 0);
 
+		eat_owed(s);
 		if (k > 0) {
+			idle = 0;
 			s->sum = mix(s->sum, buf, k);
 			s->bytes += k;
 			if (lism_ring_rx_ring(&s->p->rx[1]))
 				ring_bell(s);
 		} else if (k == 0) {
+			struct pollfd hup = { .fd = s->bell_in, .events = POLLIN };
+			char left;
+
+			/* the end: every doorbell eaten, none left over (once the writer hung up) */
+			if (s->p->rx[1].owed || poll(&hup, 1, 10000) != 1 || read(s->bell_in, &left, 1) != 0)
+				fail(s, 4);
 			return NULL;
 		} else if (k != -EAGAIN) {
 			fail(s, 1);
 			return NULL;
+		} else if (++idle > 1000000) {
+			fail(s, 5); /* woken a million times to nothing: a doorbell nobody owes */
+			return NULL;
 		} else {
 			int err;
 
-			drain_bells(s);
-			if (lism_ring_rx_arm(&s->p->rx[1]) && (err = sleep_on(s))) {
+			if (rand_r(&seed) % 2 && lism_ring_rx_poll_begin(&s->p->rx[1])) {
+				/* a spin of up to a few thousand looks */
+				int looks = rand_r(&seed) % 4000;
+
+				s->spins++;
+				while (looks-- && !lism_ring_rx_ready(s->p->rx[1].dir))
+					__builtin_ia32_pause();
+			}
+			/* every wait in the kernel first ends any spin, and reads what it hid */
+			if (lism_ring_rx_poll_end(&s->p->rx[1])) {
+				s->silent++;
+				continue;
+			}
+			if (lism_ring_rx_ready(s->p->rx[1].dir))
+				continue;
+			if ((err = sleep_on(s))) {
 				fail(s, -err + 1);
 				return NULL;
 			}
@@ -534,16 +600,18 @@ Test(ring, two_threads_stream_checksummed_with_no_lost_wakeup, .timeout = 120)
 	pthread_join(tw, NULL);
 	pthread_join(tr, NULL);
 	cr_assert_eq(w.fail, 0, "writer failed (%d: 2 is a lost wakeup, 3 the reader failing)", w.fail);
-	cr_assert_eq(r.fail, 0, "reader failed (%d: 2 is a lost wakeup, 3 the writer failing)", r.fail);
+	cr_assert_eq(r.fail, 0, "reader failed (%d: 2 is a lost wakeup, 3 the writer failing, 4 a stray doorbell)",
+		     r.fail);
 	cr_assert_eq(r.bytes, STRESS_BYTES);
 	cr_assert_eq(r.sum, w.sum, "checksums differ");
-	cr_assert(w.sleeps + r.sleeps > 0, "nobody ever blocked: the wait protocol went untested");
-	cr_log_info("ring stress: writer slept %llu rang %llu, reader slept %llu rang %llu",
+	cr_assert(w.sleeps > 0 && r.sleeps > 0, "a side never blocked: its wait protocol went untested");
+	cr_assert(r.silent > 0, "no spin ever hid a doorbell: the silent stretches went untested");
+	cr_log_info("ring stress: writer slept %llu rang %llu, reader slept %llu rang %llu spun %llu (%llu silent)",
 		    (unsigned long long)w.sleeps, (unsigned long long)w.rings,
-		    (unsigned long long)r.sleeps, (unsigned long long)r.rings);
-	for (int i = 0; i < 2; i++) {
-		close(to_reader[i]);
-		close(to_writer[i]);
-	}
+		    (unsigned long long)r.sleeps, (unsigned long long)r.rings, (unsigned long long)r.spins,
+		    (unsigned long long)r.silent);
+	close(to_reader[0]);
+	close(to_writer[0]);
+	close(to_writer[1]);
 	pair_close(&p);
 }

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The doorbell rule of a ring direction (include/lism/ring.h, "Readiness"):
+ * one 64-bit word, prod.bell, holds the ring's unread count (biased, so
+ * that it stays positive) and two flags of the reader's, so that one
+ * atomic operation sees all three.
+ *
+ * - The writer adds after it publishes bytes.  A crossing of the count
+ *   above 0 rings one doorbell byte on the TCP socket, unless POLLING is
+ *   set: a reader spins on the ring and sees the bytes there.
+ * - The reader takes after it consumes.  A crossing back to 0 or below owes
+ *   one doorbell (it eats it), unless the crossing up rang none: POLLING or
+ *   SILENT set.
+ * - A waiter sets POLLING only while the count is 0 or below, so every
+ *   crossing up while it is set is silent.  Clearing it while the count is
+ *   above 0 leaves SILENT set until the take that crosses back: those bytes
+ *   have no doorbell, and whoever cleared POLLING says so (recv reads them,
+ *   a poll wrapper reports the socket readable).
+ * - Every wait in the kernel for a ring socket's input clears POLLING first
+ *   and reads the ring if bytes are there (lism_bell_poll_end), so a
+ *   waiter that died spinning, or spins on another thread, never leaves a
+ *   sleeper without its doorbell.
+ *
+ * Invariant (tests/unit/test_bell.c checks it over every interleaving of a
+ * writer and two readers): doorbells on the socket plus those decided and
+ * not yet sent equal those owed plus 1 while a rung stretch is open (count
+ * above 0, neither flag set).
+ */
+#ifndef LISM_EXEC_BELL_H
+#define LISM_EXEC_BELL_H
+
+#include <stdbool.h>
+
+#include "lism/types.h"
+
+#define LISM_BELL_BIAS    (1ull << 40)
+#define LISM_BELL_COUNT   ((1ull << 48) - 1)
+#define LISM_BELL_SILENT  (1ull << 61) /* bytes counted while POLLING, after it ended: no doorbell */
+#define LISM_BELL_POLLING (1ull << 62) /* a reader spins on the ring: crossings up ring nothing */
+#define LISM_BELL_FLAGS   (LISM_BELL_SILENT | LISM_BELL_POLLING)
+#define LISM_BELL_INIT    LISM_BELL_BIAS /* a fresh ring: nothing unread */
+
+/* The unread count the word holds. */
+static inline __s64 lism_bell_unread(__u64 w)
+{
+	return (__s64)(w & LISM_BELL_COUNT) - (__s64)LISM_BELL_BIAS;
+}
+
+/* Whether a word read from the shared header is one this rule can make. */
+static inline bool lism_bell_valid(__u64 w, __u32 size)
+{
+	__s64 u = lism_bell_unread(w);
+
+	return !(w & ~(LISM_BELL_COUNT | LISM_BELL_FLAGS)) && u >= -(__s64)size && u <= 2 * (__s64)size &&
+	       (!(w & LISM_BELL_SILENT) || u > 0);
+}
+
+/* The writer added @n to the word, which was @old: whether it rings a doorbell. */
+static inline bool lism_bell_rings(__u64 old, __u64 n)
+{
+	__s64 u = lism_bell_unread(old);
+
+	return !(old & LISM_BELL_POLLING) && u <= 0 && u + (__s64)n > 0;
+}
+
+/* The reader takes @n from @old: the new word; *@owes says whether it owes a doorbell. */
+static inline __u64 lism_bell_take(__u64 old, __u64 n, bool *owes)
+{
+	__s64 u = lism_bell_unread(old);
+	__u64 w = old - n;
+
+	*owes = false;
+	if (u > 0 && u - (__s64)n <= 0) {
+		*owes = !(old & LISM_BELL_FLAGS);
+		w &= ~LISM_BELL_SILENT;
+	}
+	return w;
+}
+
+/* A waiter starts spinning: the new word, @old itself when bytes are counted (read them first). */
+static inline __u64 lism_bell_poll_begin(__u64 old)
+{
+	return lism_bell_unread(old) > 0 ? old : old | LISM_BELL_POLLING;
+}
+
+/* Spinning ends: the new word. */
+static inline __u64 lism_bell_poll_end(__u64 old)
+{
+	if (!(old & LISM_BELL_POLLING))
+		return old;
+	old &= ~LISM_BELL_POLLING;
+	return lism_bell_unread(old) > 0 ? old | LISM_BELL_SILENT : old;
+}
+
+/* Bytes counted with no doorbell for them: the kernel will not say the socket is readable. */
+static inline bool lism_bell_silent(__u64 w)
+{
+	return lism_bell_unread(w) > 0 && (w & LISM_BELL_FLAGS);
+}
+
+/* Bytes counted whose doorbell was rung (or is on its way): not silent. */
+static inline bool lism_bell_rung(__u64 w)
+{
+	return lism_bell_unread(w) > 0 && !(w & LISM_BELL_FLAGS);
+}
+
+#endif

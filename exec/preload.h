@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * liblism.so's fd table, as its wait wrappers (exec/poll.c) see it: which
+ * fds are ring sockets.  Both files are the library's own (they interpose
+ * libc), never linked elsewhere.
+ */
+#ifndef LISM_EXEC_PRELOAD_H
+#define LISM_EXEC_PRELOAD_H
+
+#include <stdbool.h>
+
+struct lism_conn;
+
+/* @fd's ring if it is a decided ring socket, with a reference in *@ref
+ * (lism_fd_put), else NULL.  Never decides (a socket's first call does). */
+struct lism_conn *lism_fd_ring(int fd, void **ref);
+void lism_fd_put(void *ref);
+
+/* Whether @fd has an entry: a ring socket, or a marked one not decided yet. */
+bool lism_fd_known(int fd);
+
+/* @fd closes (or is replaced): the wait wrappers forget it. */
+void lism_poll_forget(int fd);
+
+#endif

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The spin bound of ring waits and its per-thread adaptation (rules in spin.h).
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "spin.h"
+
+#ifndef SO_BUSY_POLL
+#define SO_BUSY_POLL 46
+#endif
+
+static __thread struct {
+	__u64 budget_ns; /* 0: the whole bound next */
+	__u32 skip;      /* waits left that do not spin */
+	__u32 misses;    /* misses in a row below the floor */
+} spin;
+
+__u32 lism_spin_default_us(void)
+{
+	static int us = -1;
+	int v = __atomic_load_n(&us, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *s = getenv("LISM_BUSY_POLL_US");
+		char *end;
+		long n = s && *s ? strtol(s, &end, 10) : -1;
+
+		v = n < 0 || *end ? LISM_SPIN_DEFAULT_US : n > LISM_SPIN_MAX_US ? LISM_SPIN_MAX_US : (int)n;
+		__atomic_store_n(&us, v, __ATOMIC_RELAXED);
+	}
+	return (__u32)v;
+}
+
+__u32 lism_spin_bound_us(int fd)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+
+	/* syscall(2): the application's getsockopt may be anybody's */
+	if (!syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_BUSY_POLL, &v, &len) && v > 0)
+		return v > LISM_SPIN_MAX_US ? LISM_SPIN_MAX_US : (__u32)v;
+	return lism_spin_default_us();
+}
+
+__u64 lism_spin_budget_ns(__u32 max_us)
+{
+	__u64 max = (__u64)max_us * 1000;
+
+	if (!max)
+		return 0;
+	if (spin.skip) {
+		spin.skip--;
+		return 0;
+	}
+	if (!spin.budget_ns || spin.budget_ns > max)
+		spin.budget_ns = max;
+	return spin.budget_ns;
+}
+
+void lism_spin_result(bool found, __u64 spent_ns, __u32 max_us)
+{
+	(void)spent_ns;
+	if (found) {
+		spin.budget_ns = (__u64)max_us * 1000;
+		spin.misses = spin.skip = 0;
+		return;
+	}
+	spin.budget_ns /= 2;
+	if (spin.budget_ns >= LISM_SPIN_FLOOR_NS)
+		return;
+	spin.budget_ns = 0; /* the whole bound, once the skips are over */
+	spin.skip = spin.misses < 10 ? 1u << spin.misses : LISM_SPIN_SKIP_MAX;
+	if (spin.skip > LISM_SPIN_SKIP_MAX)
+		spin.skip = LISM_SPIN_SKIP_MAX;
+	spin.misses++;
+}
+
+__u64 lism_spin_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (__u64)t.tv_sec * 1000000000ull + (__u64)t.tv_nsec;
+}
+
+void lism_spin_relax(__u64 since_ns, __u64 *last)
+{
+	if (since_ns - *last >= LISM_SPIN_YIELD_NS) {
+		*last = since_ns;
+		sched_yield();
+		return;
+	}
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * How long a waiter spins on its rings before it sleeps in the kernel
+ * (issue 28: busy polling for ring pairs, as SO_BUSY_POLL is for NICs).
+ *
+ * Rules:
+ * - The most a wait spins is the socket's SO_BUSY_POLL if it set one, else
+ *   $LISM_BUSY_POLL_US (`lism exec --busy-poll`), else LISM_SPIN_DEFAULT_US;
+ *   0 never spins.
+ * - Each thread adapts: a spin that found something keeps the whole bound;
+ *   one that found nothing halves it, and below LISM_SPIN_FLOOR_NS the
+ *   thread stops spinning for a number of waits that doubles with each
+ *   such miss (up to LISM_SPIN_SKIP_MAX), then tries the whole bound again.
+ *   An idle connection's waits soon stop spinning: it costs no CPU.
+ * - The spin yields the CPU every LISM_SPIN_YIELD_NS, so that on one CPU
+ *   shared with its peer it never holds the peer off for longer.
+ * - A ring another process holds too (after fork, or inherited across
+ *   exec) is never spun on: a process killed while it spins would leave
+ *   the other one asleep without its doorbell (exec/bell.h).
+ */
+#ifndef LISM_EXEC_SPIN_H
+#define LISM_EXEC_SPIN_H
+
+#include <stdbool.h>
+
+#include "lism/types.h"
+
+#define LISM_SPIN_DEFAULT_US 50
+#define LISM_SPIN_MAX_US     100000 /* a bound past this is a typo: capped */
+#define LISM_SPIN_FLOOR_NS   2000
+#define LISM_SPIN_SKIP_MAX   1024
+#define LISM_SPIN_YIELD_NS   2000
+
+/* The process's bound in microseconds ($LISM_BUSY_POLL_US, read once). */
+__u32 lism_spin_default_us(void);
+
+/* A socket's SO_BUSY_POLL as a bound, or the process's. */
+__u32 lism_spin_bound_us(int fd);
+
+/* This thread's spin for a wait whose bound is @max_us: nanoseconds, 0 for none. */
+__u64 lism_spin_budget_ns(__u32 max_us);
+
+/* The spin ended: it @found something after @spent_ns. */
+void lism_spin_result(bool found, __u64 spent_ns, __u32 max_us);
+
+/* The clock the spin reads. */
+__u64 lism_spin_now_ns(void);
+
+/* Between two looks at the rings: a pause, and the CPU yielded every
+ * LISM_SPIN_YIELD_NS (@since_ns: the spin's time so far; @last: the state
+ * it keeps). */
+void lism_spin_relax(__u64 since_ns, __u64 *last);
+
+#endif

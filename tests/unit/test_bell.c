@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The doorbell rule (exec/bell.h) over every interleaving: an exhaustive
+ * search of the states of one writer and two readers of a ring direction,
+ * each atomic operation of the protocol one step, with the rule's own
+ * functions deciding each step.  It checks, in every reachable state, the
+ * invariant bell.h states (doorbells on the socket plus those in flight
+ * equal those owed plus one per rung stretch), that no state leaves bytes
+ * unread with every reader asleep in the kernel and no doorbell coming (a
+ * lost wakeup), and that every state with no step left is the clean end:
+ * everything read, no doorbell on the socket or owed, no flag left set.
+ *
+ * The readers, per configuration: a spinner (POLLING set, spin, POLLING
+ * cleared, then read or sleep in the kernel) and a plain waiter (clears
+ * POLLING, then reads or sleeps: a blocking recv, a wait with no spin),
+ * threads of one process (no process that holds the ring with another
+ * spins: exec/conn.c).  They read under one lock (the rx lock), taking one
+ * byte or all there is.
+ * The search is of sequentially consistent interleavings: the code's full
+ * fences and acquire/release pairs are what make x86 and arm64 behave so
+ * for these operations (ring.c, "Ordering").
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/bell.h"
+
+enum { SPINNER = 1, PLAIN };          /* reader kinds (0: absent) */
+enum { R_BEGIN, R_END, R_CHECK, R_SLEEP, R_LOCK, R_CONSUME, R_TAKE, R_EAT, R_DEAD };
+
+struct state {
+	__u64 word;        /* prod.bell */
+	__u8 prod, cons;   /* bytes published, consumed */
+	__u8 sock;         /* doorbells on the reader's socket */
+	__u8 owed;         /* doorbells the readers owe (shared, under the lock) */
+	__u8 wpc, wsent;   /* writer: 0 publish, 1 add, 2 ring; messages done */
+	__u8 wlen;         /* the message in hand's length */
+	__u8 lock;         /* 0, or 1 + the holder */
+	__u8 pc[2], take[2];
+};
+
+struct model {
+	int kind[2];
+	int msgs;          /* the writer's messages, each 1 or 2 bytes */
+	/* the search */
+	struct state *stack;
+	size_t depth, cap;
+	__u64 *seen;       /* open addressing, key 0 unused */
+	size_t seen_cap, states;
+	int errors;
+};
+
+static __u64 key_of(const struct state *s)
+{
+	__u64 k = (__u64)(lism_bell_unread(s->word) + 16) | (s->word & LISM_BELL_FLAGS) >> 53;
+
+	k = k << 4 | s->prod;
+	k = k << 4 | s->cons;
+	k = k << 4 | s->sock;
+	k = k << 4 | s->owed;
+	k = k << 2 | s->wpc;
+	k = k << 3 | s->wsent;
+	k = k << 2 | s->wlen;
+	k = k << 2 | s->lock;
+	for (int i = 0; i < 2; i++)
+		k = (k << 4 | s->pc[i]) << 2 | s->take[i];
+	return k + 1;
+}
+
+static int seen_add(struct model *m, const struct state *s)
+{
+	__u64 k = key_of(s), h = k * 0x9e3779b97f4a7c15ull;
+
+	for (size_t i = (size_t)(h >> 20) & (m->seen_cap - 1);; i = (i + 1) & (m->seen_cap - 1)) {
+		if (m->seen[i] == k)
+			return 0;
+		if (!m->seen[i]) {
+			m->seen[i] = k;
+			cr_assert_lt(++m->states, m->seen_cap / 2, "the state space outgrew the table");
+			return 1;
+		}
+	}
+}
+
+static void push(struct model *m, const struct state *s)
+{
+	if (!seen_add(m, s))
+		return;
+	if (m->depth == m->cap) {
+		m->cap = m->cap ? 2 * m->cap : 4096;
+		m->stack = realloc(m->stack, m->cap * sizeof(*m->stack));
+		cr_assert_not_null(m->stack);
+	}
+	m->stack[m->depth++] = *s;
+}
+
+static void fail(struct model *m, const struct state *s, const char *what)
+{
+	if (m->errors++ < 3)
+		cr_log_error("%s: word unread %lld flags %#llx prod %u cons %u sock %u owed %u writer %u/%u "
+			     "readers %u %u lock %u", what, (long long)lism_bell_unread(s->word),
+			     (unsigned long long)(s->word & LISM_BELL_FLAGS) >> 61, s->prod, s->cons, s->sock, s->owed,
+			     s->wpc, s->wsent, s->pc[0], s->pc[1], s->lock);
+}
+
+static int alive(const struct model *m, const struct state *s, int i)
+{
+	return m->kind[i] && s->pc[i] != R_DEAD;
+}
+
+static void check(struct model *m, const struct state *s)
+{
+	int inflight = s->wpc == 2, asleep = 1;
+
+	if (s->sock + inflight != s->owed + lism_bell_rung(s->word))
+		fail(m, s, "doorbells out of step with the rule");
+	if (!lism_bell_valid(s->word, 16))
+		fail(m, s, "a word the rule cannot make");
+	for (int i = 0; i < 2; i++)
+		if (alive(m, s, i) && s->pc[i] != R_SLEEP)
+			asleep = 0;
+	/* the writer may stop here for good (it waits for an answer): bytes
+	 * unread need a reader awake or a doorbell on the socket */
+	if (asleep && !s->sock && s->wpc == 0 && s->prod != s->cons)
+		fail(m, s, "lost wakeup: bytes unread, every reader asleep, no doorbell");
+}
+
+/* The reader @i's steps from @s; returns how many it pushed. */
+static int reader_steps(struct model *m, const struct state *s, int i)
+{
+	struct state n = *s;
+	bool owes;
+
+	switch (s->pc[i]) {
+	case R_BEGIN: /* a spinner: POLLING while the count is 0 or below */
+		n.word = lism_bell_poll_begin(s->word);
+		n.pc[i] = R_END;
+		break;
+	case R_END: /* the spin ends (whatever it saw; the interleavings are its time) */
+		n.word = lism_bell_poll_end(s->word);
+		n.pc[i] = R_CHECK;
+		break;
+	case R_CHECK:
+		n.pc[i] = (s->prod != s->cons || lism_bell_unread(s->word) > 0) ? R_LOCK : R_SLEEP;
+		break;
+	case R_SLEEP: /* in the kernel: woken by a byte on the socket */
+		if (!s->sock)
+			return 0;
+		n.pc[i] = R_LOCK;
+		break;
+	case R_LOCK:
+		if (s->lock)
+			return 0;
+		n.lock = (__u8)(1 + i);
+		n.pc[i] = R_CONSUME;
+		break;
+	case R_CONSUME: {
+		int avail = s->prod - s->cons;
+
+		if (!avail) {
+			n.pc[i] = R_EAT;
+			break;
+		}
+		n.pc[i] = R_TAKE;
+		n.cons = (__u8)(s->cons + 1);
+		n.take[i] = 1;
+		push(m, &n);
+		if (avail == 1)
+			return 1;
+		n.cons = s->prod;
+		n.take[i] = (__u8)avail;
+		break;
+	}
+	case R_TAKE:
+		n.word = lism_bell_take(s->word, s->take[i], &owes);
+		n.owed = (__u8)(s->owed + owes);
+		n.take[i] = 0;
+		n.pc[i] = R_EAT;
+		break;
+	case R_EAT: { /* the owed ones that are there, never more; the lock goes */
+		int e = s->owed < s->sock ? s->owed : s->sock;
+
+		n.owed = (__u8)(s->owed - e);
+		n.sock = (__u8)(s->sock - e);
+		n.lock = 0;
+		n.pc[i] = m->kind[i] == PLAIN ? R_END : R_BEGIN;
+		break;
+	}
+	default:
+		return 0;
+	}
+	push(m, &n);
+	return 1;
+}
+
+static int writer_steps(struct model *m, const struct state *s)
+{
+	struct state n = *s;
+
+	switch (s->wpc) {
+	case 0: /* publish a message of 1 or 2 bytes */
+		if (s->wsent == m->msgs)
+			return 0;
+		n.wpc = 1;
+		for (int len = 1; len <= 2; len++) {
+			n.prod = (__u8)(s->prod + len);
+			n.wlen = (__u8)len;
+			push(m, &n);
+		}
+		return 2;
+	case 1: /* count it: ring if the rule says so */
+		n.word = s->word + s->wlen;
+		n.wpc = lism_bell_rings(s->word, s->wlen) ? 2 : 0;
+		n.wsent = (__u8)(s->wsent + (n.wpc == 0));
+		n.wlen = n.wpc ? s->wlen : 0;
+		break;
+	default: /* the doorbell's byte */
+		n.sock = (__u8)(s->sock + 1);
+		n.wpc = 0;
+		n.wsent = (__u8)(s->wsent + 1);
+		n.wlen = 0;
+		break;
+	}
+	push(m, &n);
+	return 1;
+}
+
+static void explore(int kind0, int kind1, int msgs, size_t min_states)
+{
+	struct model m = { .kind = { kind0, kind1 }, .msgs = msgs, .seen_cap = 1u << 22 };
+	struct state s0 = { .word = LISM_BELL_INIT };
+
+	m.seen = calloc(m.seen_cap, sizeof(*m.seen));
+	cr_assert_not_null(m.seen);
+	for (int i = 0; i < 2; i++)
+		s0.pc[i] = m.kind[i] == PLAIN ? R_END : m.kind[i] ? R_BEGIN : R_DEAD;
+	push(&m, &s0);
+	while (m.depth) {
+		struct state s = m.stack[--m.depth];
+		int steps;
+
+		check(&m, &s);
+		steps = writer_steps(&m, &s);
+		for (int i = 0; i < 2; i++)
+			if (alive(&m, &s, i))
+				steps += reader_steps(&m, &s, i);
+		if (!steps && (s.prod != s.cons || s.wsent != msgs || s.sock || s.owed || (s.word & LISM_BELL_FLAGS) ||
+			       lism_bell_unread(s.word)))
+			fail(&m, &s, "stuck, not at the clean end");
+	}
+	cr_log_info("readers %d %d, %d messages: %zu states", kind0, kind1, msgs, m.states);
+	cr_assert_eq(m.errors, 0, "%d states break the rule (readers %d %d)", m.errors, kind0, kind1);
+	cr_assert_geq(m.states, min_states, "the search reached only %zu states", m.states);
+	free(m.seen);
+	free(m.stack);
+}
+
+Test(bell, one_spinner_every_interleaving)
+{
+	explore(SPINNER, 0, 4, 100);
+}
+
+Test(bell, a_spinner_and_a_plain_waiter_every_interleaving)
+{
+	explore(SPINNER, PLAIN, 3, 1000);
+}
+
+Test(bell, two_spinners_every_interleaving)
+{
+	explore(SPINNER, SPINNER, 3, 1000);
+}
+
+Test(bell, a_plain_waiter_alone_is_the_old_rule)
+{
+	explore(PLAIN, 0, 4, 50);
+}
+
+/* The search can fail: a rule that rings while POLLING is set breaks the invariant ... */
+Test(bell, the_rule_is_what_the_search_checks)
+{
+	bool owes;
+	__u64 w = lism_bell_poll_begin(LISM_BELL_INIT);
+
+	cr_assert(w & LISM_BELL_POLLING, "an empty ring may be polled");
+	cr_assert_not(lism_bell_rings(w, 3), "no doorbell while polled");
+	w = lism_bell_poll_end(w + 3);
+	cr_assert(lism_bell_silent(w), "bytes counted while polled stay silent after");
+	cr_assert_eq(lism_bell_poll_begin(w), w, "no polling while bytes are counted");
+	w = lism_bell_take(w, 3, &owes);
+	cr_assert_not(owes, "the silent stretch's end owes nothing");
+	cr_assert_eq(w, LISM_BELL_INIT, "and clears SILENT");
+	cr_assert(lism_bell_rings(w, 1), "the next stretch rings");
+	w = lism_bell_take(w + 1, 1, &owes);
+	cr_assert(owes, "and its end owes its doorbell");
+	cr_assert_not(lism_bell_valid(LISM_BELL_INIT | LISM_BELL_SILENT, 16), "SILENT with nothing counted");
+	cr_assert_not(lism_bell_valid(LISM_BELL_INIT + 40, 16), "more than two rings counted");
+	cr_assert_not(lism_bell_valid(LISM_BELL_INIT | 1ull << 50, 16), "a bit the rule never sets");
+}
