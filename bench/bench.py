@@ -88,8 +88,17 @@ WORKLOAD_TOOLS = ("sockperf", "redis-server", "redis-benchmark", "nginx", "wrk",
 
 
 def under_exec(cmd):
-    tool = os.path.basename(cmd[0])
-    return EXEC_PREFIX + cmd if EXEC_PREFIX and (tool in WORKLOAD_TOOLS or cmd[0].startswith(OUT)) else cmd
+    # inside `ip netns exec NAME`: the program it runs (before 2026-12-04, the nginx and connsetup
+    # rows' programs ran without lism exec in the lism-exec mode, as "ip" is no workload tool)
+    pre = 4 if cmd[:3] == ["ip", "netns", "exec"] else 0
+    prog = cmd[pre:]
+    if not EXEC_PREFIX or not prog:
+        return cmd
+    tool = os.path.basename(prog[0])
+    # connsetup -x follows lism exec's contract itself, with liblism's code: not preloaded as well
+    if tool == "connsetup" and "-x" in prog:
+        return cmd
+    return cmd[:pre] + EXEC_PREFIX + prog if tool in WORKLOAD_TOOLS or prog[0].startswith(OUT) else cmd
 
 
 def run(cmd, check=True, **kw):
