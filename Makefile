@@ -254,6 +254,11 @@ $(BUILD)/bench/%: bench/%.c bench/bench_util.h | $(BUILD)/bench
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -pthread $< -o $@
 
+# a bench program named by its absolute path (`make $PWD/build/bench/idlering`) is the same file
+ifneq ($(abspath $(BUILD)),$(BUILD))
+$(abspath $(BUILD))/bench/%: $(BUILD)/bench/% ;
+endif
+
 # connsetup -x follows lism exec's contract with liblism's own code
 $(BUILD)/bench/connsetup: bench/connsetup.c bench/bench_util.h $(EXEC_OBJS) | $(BUILD)/bench
 	$(call say,CC,$@)
@@ -276,7 +281,8 @@ vm-deps:
 vmtest: deps vm-deps all $(BUILD)/tests/integration
 	$(Q)VMTEST_SUITES='$(VMTEST_SUITES)' tests/vm/vmtest.sh $(BUILD) $(KERNEL)
 
-bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup $(BUILD)/bench/sockmap.bpf.o
+bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup $(BUILD)/bench/idlering \
+		$(BUILD)/bench/sockmap.bpf.o
 	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/bench.py
 
 # podman's cgroupfs manager (named: systemd's would want a .slice parent)

@@ -20,7 +20,9 @@ Modes:
             default never makes a sender (include/lism/sender.h)
   lism-exec lism with its daemon (and so its device), every workload
             program started under `lism exec` (liblism.so): ring DMBs
-            (docs/exec.md); its own targets (EXEC_TARGETS, issue 27)
+            (docs/exec.md); its own targets (EXEC_TARGETS, issue 27;
+            BUSY_POLL_TARGETS, issue 28), LISM_BUSY_POLL_US unset: the
+            library's own spin
   ablations, only when BENCH_MODES names them, each lism with one
   heuristic off, reported as lism / ablation per workload (> 1: the
   heuristic wins there, for a higher-is-better unit):
@@ -41,7 +43,15 @@ Modes:
   lism-ab-adaptive-no-bulk-join
                   lism-ab-adaptive without bulk joins, on the blocking bulk
                   streams they were made for
-  A mode named lism-ab-* is measured against lism-ab, on its workloads.
+  lism-exec-nospin
+                  lism-exec with LISM_BUSY_POLL_US=0 for the workload
+                  programs: no spin before a ring reader sleeps (issue 28)
+  A mode named lism-ab-* is measured against lism-ab, on its workloads;
+  one named lism-exec-* against lism-exec.
+
+Beside every figure: the CPU seconds (user + sys) the workload's own
+processes (servers and clients, reaped when it ends) used per second of
+its wall time, from getrusage(RUSAGE_CHILDREN) around it ("CPU s/s").
 
 Environment: BENCH_QUICK=1 (one short round), BENCH_ROUNDS, BENCH_SECONDS,
 BENCH_ONLY=regex (workload names), BENCH_MODES=tcp,lism,..., BENCH_SEED
@@ -51,6 +61,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -88,8 +99,17 @@ WORKLOAD_TOOLS = ("sockperf", "redis-server", "redis-benchmark", "nginx", "wrk",
 
 
 def under_exec(cmd):
-    tool = os.path.basename(cmd[0])
-    return EXEC_PREFIX + cmd if EXEC_PREFIX and (tool in WORKLOAD_TOOLS or cmd[0].startswith(OUT)) else cmd
+    # inside `ip netns exec NAME`: the program it runs (before 2026-12-04, the nginx and connsetup
+    # rows' programs ran without lism exec in the lism-exec mode, as "ip" is no workload tool)
+    pre = 4 if cmd[:3] == ["ip", "netns", "exec"] else 0
+    prog = cmd[pre:]
+    if not EXEC_PREFIX or not prog:
+        return cmd
+    tool = os.path.basename(prog[0])
+    # connsetup -x follows lism exec's contract itself, with liblism's code: not preloaded as well
+    if tool == "connsetup" and "-x" in prog:
+        return cmd
+    return cmd[:pre] + EXEC_PREFIX + prog if tool in WORKLOAD_TOOLS or prog[0].startswith(OUT) else cmd
 
 
 def run(cmd, check=True, **kw):
@@ -196,18 +216,20 @@ def sockperf_pp(server_cpu, client_cpu):
     return go
 
 
-def redis(test, pipeline):
+def redis(test, pipeline, clients=50):
+    """@clients 1: each request waits for its answer, the latency a spin before sleeping cuts."""
     def go(ctx):
         n = int((400000 if pipeline > 1 else 60000) * SECONDS / 3)
         with Server(["redis-server", "--port", "16379", "--bind", "127.0.0.1", "--save", "", "--appendonly",
                      "no", "--daemonize", "no"], 16379):
             out = run(["redis-benchmark", "-h", "127.0.0.1", "-p", "16379", "--csv", "-t", test, "-n", str(n),
-                       "-c", "50", "-d", "1024", "-P", str(pipeline)]).stdout
+                       "-c", str(clients), "-d", "1024", "-P", str(pipeline)]).stdout
         return number(r'"%s","([0-9.]+)"' % test.upper(), out, "redis-benchmark")
     return go
 
 
-def nginx(close):
+def nginx(close, clients=None):
+    """@clients: wrk's connections (keep-alive; 100 unless given)."""
     def go(ctx):
         d = ctx["tmp"]
         os.makedirs(os.path.join(d, "html"), exist_ok=True)
@@ -220,7 +242,7 @@ def nginx(close):
                     "events { worker_connections 4096; }\n"
                     "http { access_log off; server { listen 127.0.0.1:18080; root %s/html; "
                     "keepalive_requests 1000000; } }\n" % (d, d, d))
-        args = ["-c", "50", "-H", "Connection: close"] if close else ["-c", "100"]
+        args = ["-c", "50", "-H", "Connection: close"] if close else ["-c", str(clients or 100)]
         with Netns() as ns, Server(ns.prefix + ["nginx", "-c", conf, "-p", d], 18080):
             out = run(ns.prefix + ["wrk", "-t", "1", "-d", "%ds" % max(1, int(SECONDS))] + args +
                       ["http://127.0.0.1:18080/"]).stdout
@@ -343,6 +365,35 @@ def connsetup(idle, engaged=True, exec_contract=False):
     return go
 
 
+IDLE_CONNS = 1000
+
+
+def idle_ring_conns(n):
+    """What @n idle ring connections cost: bench/idlering's own CPU s/s over
+    its idle window, every pair attached first (issue 28: a reader's spin is
+    bounded, so an idle connection costs ~0).  Only in tcp (for reference)
+    and the lism-exec modes (EXEC_ONLY), where it checks that every pair
+    really was a ring: lism and its device are fresh for each run, so the
+    handshake's ring decisions and the device's attaches count this run's
+    alone."""
+    def go(ctx):
+        before = ctx["lism_stats"]()
+        with Netns() as ns:
+            out = run(ns.prefix + [os.path.join(OUT, "idlering"), "-n", str(n), "-t",
+                                   "%g" % max(1.0, SECONDS)]).stdout
+        after = ctx["lism_stats"]()
+        conns = int(number(r"conns ([0-9]+)", out, "idlering"))
+        if is_exec(ctx["mode"]):
+            pairs = after["ring_pairs"] - before["ring_pairs"]
+            dev0, dev1 = before.get("device") or {}, after.get("device") or {}
+            attaches = dev1.get("attaches", 0) - dev0.get("attaches", 0)
+            if pairs != conns or attaches != 2 * conns:
+                raise RuntimeError("idlering: %d connections, %d ring pairs decided, %d ends attached"
+                                   % (conns, pairs, attaches))
+        return number(r"cpu_s_per_s ([0-9.eE+-]+)", out, "idlering")
+    return go
+
+
 # name, unit, higher is better, uses blocking sockets, target ratio (lism/tcp), runner
 WORKLOADS = [
     ("sockperf_tp_14B", "MB/s", True, True, 1.0, sockperf_tp(14)),
@@ -355,7 +406,9 @@ WORKLOADS = [
     ("redis_get", "req/s", True, False, 1.9, redis("get", 1)),
     ("redis_set_P16", "req/s", True, False, 1.9, redis("set", 16)),
     ("redis_get_P16", "req/s", True, False, 1.9, redis("get", 16)),
+    ("redis_get_c1", "req/s", True, False, None, redis("get", 1, clients=1)),
     ("nginx_keepalive", "req/s", True, False, 2.3, nginx(False)),
+    ("nginx_keepalive_c1", "req/s", True, False, None, nginx(False, clients=1)),
     ("nginx_conn_close", "req/s", True, False, 1.3, nginx(True)),
     ("nginx_download_same_core", "MB/s", True, False, 1.0, nginx_download("same")),
     ("nginx_download_cross_core", "MB/s", True, False, 1.0, nginx_download("cross")),
@@ -373,7 +426,10 @@ WORKLOADS = [
     ("connsetup_200_established", "us/conn", False, False, None, connsetup(200)),
     ("connsetup_1000_established", "us/conn", False, False, None, connsetup(1000)),
     ("connsetup_exec", "us/conn", False, False, None, connsetup(1, exec_contract=True)),
+    ("idle_%d_ring_conns" % IDLE_CONNS, "CPU s/s", False, False, None, idle_ring_conns(IDLE_CONNS)),
 ]
+# workloads only the lism-exec modes (and tcp, for reference) run
+EXEC_ONLY = {"idle_%d_ring_conns" % IDLE_CONNS}
 
 
 def cpu_busy_idle():
@@ -408,7 +464,9 @@ ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-churn": ["--no-churn-de
              # the blocking small-message streams they were made for (sockperf's reader)
              "lism-ab-adaptive": ["--senders=adaptive"],
              # and without their bulk joins: the rule on the blocking bulk streams it was made for
-             "lism-ab-adaptive-no-bulk-join": ["--senders=adaptive", "LISM_ABLATE=bulk-join"]}
+             "lism-ab-adaptive-no-bulk-join": ["--senders=adaptive", "LISM_ABLATE=bulk-join"],
+             # issue 28's spin off: the workload programs' environment, not lism's
+             "lism-exec-nospin": ["LISM_BUSY_POLL_US=0"]}
 # BENCH_LISM_OLD=path/to/lism: modes lism-old and lism-ab-old, another build's lism, interleaved
 # with this one (an A/B)
 LISM_OLD = os.environ.get("BENCH_LISM_OLD")
@@ -419,18 +477,35 @@ LISM_MODES = ("lism", "lism-ab", "lism-exec") + tuple(ABLATIONS)
 # issue 27's targets for lism exec, as ratios to TCP in the same run
 EXEC_TARGETS = {"sockperf_tp_14B": 5.0, "sockperf_tp_64000B": 1.8, "sockperf_pp_same_core": 0.4,
                 "redis_set": 2.0, "redis_get": 2.0, "nginx_keepalive": 2.0, "iperf3": 2.5}
+# issue 28's (busy-polling ring readers), the same way
+BUSY_POLL_TARGETS = {"sockperf_pp_cross_core": 0.1, "sockperf_pp_same_core": 0.3, "redis_get_c1": 3.0,
+                     "nginx_keepalive_c1": 2.5}
+# and its idle cost: "~0", read here as under 1 % of a CPU for all the idle connections
+IDLE_CPU_MAX = 0.01
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
 AB_ARGS = ["--allow-blocking", "--eager-senders"]
 
 
 def ablation_base(mode):
-    """The mode an ablation is measured against: lism-ab for lism-ab-*, else lism."""
-    return "lism-ab" if mode.startswith("lism-ab-") else "lism"
+    """The mode an ablation is measured against: lism-ab for lism-ab-*, lism-exec for lism-exec-*, else lism."""
+    return next((b for b in ("lism-ab", "lism-exec") if mode.startswith(b + "-")), "lism")
 
 
 def blocking_only(mode):
     """lism-ab and its ablations run only the workloads with blocking sockets."""
     return mode == "lism-ab" or mode.startswith("lism-ab-")
+
+
+def is_exec(mode):
+    """lism-exec and its ablations: the workload programs under lism exec."""
+    return mode == "lism-exec" or (mode or "").startswith("lism-exec-")
+
+
+def runs(mode, name, blocking):
+    """Whether @mode runs workload @name (@blocking: it uses blocking sockets)."""
+    if name in EXEC_ONLY and not (mode == "tcp" or is_exec(mode)):
+        return False
+    return blocking or not blocking_only(mode)
 
 
 LISM_ARGS = dict({"lism": [], "lism-ab": AB_ARGS, "lism-exec": []},
@@ -444,6 +519,7 @@ def lism_env(mode):
     env = dict(os.environ)
     env.pop("BENCH_LISM_OLD", None)
     env.pop("LISM_ABLATE", None)
+    env.pop("LISM_BUSY_POLL_US", None)  # the workload programs', set by switch()
     for a in ABLATIONS.get(mode, []):
         if a.startswith("LISM_ABLATE="):
             env["LISM_ABLATE"] = a.split("=", 1)[1]
@@ -508,7 +584,13 @@ class Bench:
 
     def switch(self, mode):
         """Fresh state for every run: the mode before is taken down even when it is the same."""
-        EXEC_PREFIX[:] = [LISM, "exec", "--"] if mode == "lism-exec" else []
+        EXEC_PREFIX[:] = [LISM, "exec", "--"] if is_exec(mode) else []
+        # the workload programs inherit the bench's environment: an ablation's LISM_BUSY_POLL_US=0
+        # there, unset otherwise (so lism-exec measures the library's default)
+        os.environ.pop("LISM_BUSY_POLL_US", None)
+        for a in ABLATIONS.get(mode, []):
+            if a.startswith("LISM_BUSY_POLL_US="):
+                os.environ["LISM_BUSY_POLL_US"] = a.split("=", 1)[1]
         if self.daemon:
             if self.daemon.poll() is not None:
                 raise RuntimeError("lism run exited (%d) during the workload" % self.daemon.returncode)
@@ -567,6 +649,8 @@ class Bench:
 def fmt(v):
     if v is None:
         return "-"
+    if 0 < abs(v) < 0.01:
+        return "%.2g" % v
     if v >= 1000:
         return "%.0f" % v
     if v >= 10:
@@ -596,9 +680,10 @@ def main():
             sys.exit("bench: %s is missing: make bench builds it" % BASELINE)
         os.makedirs(OUT, exist_ok=True)
         res = {w[0]: {m: [] for m in modes} for w in workloads}
+        cpu = {w[0]: {m: [] for m in modes} for w in workloads}
         counters = {}
         ctx = {"tmp": b.tmp, "bpf_sockops": b.sockops_run_time, "bpf_msg": b.msg_run, "lism_set": b.lism_set,
-               "extra": {}}
+               "lism_stats": b.stats, "extra": {}}
         with open(BPF_STATS) as f:
             stats_was = f.read().strip()
         # Off while measuring: with it on, every run of every BPF program
@@ -611,7 +696,7 @@ def main():
         log("modes' order: BENCH_SEED=%d" % seed)
         ctx["extra"]["seed"] = seed  # not a list: the report's figures skip it
         t0 = time.time()
-        steps = sum(len([m for m in modes if not blocking_only(m) or w[3]]) for w in workloads) * ROUNDS
+        steps = sum(len([m for m in modes if runs(m, w[0], w[3])]) for w in workloads) * ROUNDS
         step = 0
         try:
             for r in range(ROUNDS):
@@ -621,26 +706,39 @@ def main():
                     # a rotation put lism right after tcp in every round, and the slot
                     # after tcp measured low on nginx_conn_close (docs/benchmarks.md)
                     for m in rng.sample(modes, len(modes)):
-                        if blocking_only(m) and not blocking:
+                        if not runs(m, name, blocking):
                             continue
                         b.switch(m)
                         settle()
                         step += 1
                         ctx["mode"] = m
+                        # CPU s/s from RUSAGE_CHILDREN: every process the workload starts is waited
+                        # for when it returns (run(), Server's exit; ip netns exec, taskset and lism
+                        # exec exec their program; nginx's master reaps its worker), and lism's
+                        # daemon is reaped in switch(), outside this window
+                        c0, w0 = children_cpu_s(), time.time()
                         v = fn(ctx)
+                        c1, w1 = children_cpu_s(), time.time()
                         res[name][m].append((r, v))
+                        cpu[name][m].append((r, (c1 - c0) / (w1 - w0)))
                         s = b.stats()
                         if s is not None:
                             counters.setdefault(m, {}).setdefault(name, []).append(s)
                         eta = (time.time() - t0) / step * (steps - step)
-                        log("[%3d/%d] round %d  %-8s %-28s %10s %-7s (%.0f s left)" %
-                            (step, steps, r + 1, m, name, fmt(v), unit, eta))
+                        log("[%3d/%d] round %d  %-8s %-28s %10s %-7s CPU %5s s/s (%.0f s left)" %
+                            (step, steps, r + 1, m, name, fmt(v), unit, fmt(cpu[name][m][-1][1]), eta))
             elapsed = time.time() - t0  # the rows' time, without the pass
             bpf_time_pass(b, ctx, workloads, modes)
         finally:
             set_bpf_stats(stats_was)
             b.switch(None)
-        report(workloads, modes, res, ctx["extra"], counters, elapsed)
+        report(workloads, modes, res, cpu, ctx["extra"], counters, elapsed)
+
+
+def children_cpu_s():
+    """User + sys seconds of this process's children that were waited for (and of theirs)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def set_bpf_stats(value):
@@ -702,7 +800,7 @@ def fmt_spread(samples, a, b):
 def exec_met(row):
     """lism exec's target for the row, and whether the run met it (and never lost to the sk_msg path)."""
     t, r, vs = row["exec_target"], row["lism_exec_over_tcp"], row["exec_over_best_lism"]
-    if r is None:
+    if r is None or row["workload"] in EXEC_ONLY:  # no sk_msg figure to lose to, and issue 28's target
         return "-"
     ok = (vs is None or (vs >= 1.0 if row["higher_is_better"] else vs <= 1.0))
     if t is not None:
@@ -710,9 +808,22 @@ def exec_met(row):
     return "%s%s" % (("%s %.2f: " % (">=" if row["higher_is_better"] else "<=", t)) if t else "", "yes" if ok else "**no**")
 
 
-def report(workloads, modes, res, extra, counters, elapsed):
-    med = {n: {m: (statistics.median(v for _, v in s) if s else None) for m, s in d.items()}
-           for n, d in res.items()}
+def busy_poll_met(row):
+    """Issue 28's target for the row ("<= 0.30: yes"), None without one: lism exec against TCP, and
+    the idle connections' CPU s/s against IDLE_CPU_MAX."""
+    if row["workload"] in EXEC_ONLY:
+        v = row["median"].get("lism-exec")
+        return None if v is None else (IDLE_CPU_MAX, v <= IDLE_CPU_MAX)
+    t, r = row["busy_poll_target"], row["lism_exec_over_tcp"]
+    if t is None or r is None:
+        return None
+    return t, (r >= t if row["higher_is_better"] else r <= t)
+
+
+def report(workloads, modes, res, cpu, extra, counters, elapsed):
+    medians = lambda runs: {n: {m: (statistics.median(v for _, v in s) if s else None) for m, s in d.items()}
+                            for n, d in runs.items()}
+    med, cpu_med = medians(res), medians(cpu)
     rows = []
     for name, unit, higher, blocking, target, _ in workloads:
         md = med[name]
@@ -737,11 +848,16 @@ def report(workloads, modes, res, extra, counters, elapsed):
                      "lism_ab_over_tcp": pr(ab_mode, "tcp") if ab_mode else None, "best_over_sockmap": r_sm,
                      "target": target, "met": met, "met_allow_blocking": met_ab,
                      "lism_exec_over_tcp": pr("lism-exec", "tcp"), "exec_over_best_lism": pr("lism-exec", best),
-                     "exec_target": EXEC_TARGETS.get(name),
-                     "samples": res[name]})
+                     "exec_target": EXEC_TARGETS.get(name), "busy_poll_target": BUSY_POLL_TARGETS.get(name),
+                     "samples": res[name], "cpu_s_per_s": cpu_med[name], "cpu_samples": cpu[name]})
+        met28 = busy_poll_met(rows[-1])
+        rows[-1]["busy_poll_met"] = met28 and met28[1]
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "kernel": os.uname().release,
             "cpus": os.cpu_count(), "rounds": ROUNDS, "seconds": SECONDS, "elapsed_s": round(elapsed),
             "modes": modes, "seed": extra.get("seed"), "bpf_stats_while_measuring": False,
+            "cpu_s_per_s": "user+sys seconds of the workload's processes (getrusage RUSAGE_CHILDREN) per "
+                           "second of its wall time, server start to server reaped",
+            "idle_cpu_max": IDLE_CPU_MAX,
             "sockops_ns_per_conn": {k: statistics.median(v) for k, v in extra.items() if k.startswith("sockops")},
             "skmsg_ns_per_send": {k: statistics.median(v) for k, v in extra.items() if k.startswith("skmsg")}}
     with open(os.path.join(OUT, "results.json"), "w") as f:
@@ -763,6 +879,27 @@ def report(workloads, modes, res, extra, counters, elapsed):
             fmt(row["best_over_sockmap"]), tgt, yn(row["met"]), yn(row["met_allow_blocking"]),
             fmt(md.get("lism-exec")), fmt_spread(row["samples"], "lism-exec", "tcp"), fmt(row["exec_over_best_lism"]),
             exec_met(row)))
+    lines += ["", "CPU s/s: user + sys seconds of the workload's processes (its servers and clients) per second "
+              "of its wall time, servers' start to their exit (medians; for idle_%d_ring_conns with its setup, "
+              "its figure above is the idle window's alone)" % IDLE_CONNS, "",
+              "| workload | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
+    lines += ["| %s | %s |" % (row["workload"], " | ".join(fmt(row["cpu_s_per_s"].get(m)) for m in modes))
+              for row in rows]
+    busy = [row for row in rows if row["workload"] in BUSY_POLL_TARGETS or row["workload"] in EXEC_ONLY or
+            row["workload"] == "redis_get"]
+    if "lism-exec" in modes and busy:
+        lines += ["", "lism exec, issue 28's targets (busy-polling ring readers; idle_%d_ring_conns: lism exec's "
+                  "CPU s/s itself, at most %g)" % (IDLE_CONNS, IDLE_CPU_MAX), "",
+                  "| workload | unit | TCP | lism exec | exec/TCP (rounds' range) | CPU s/s TCP | CPU s/s exec | "
+                  "target | met |", "|---|" + "---|" * 8]
+        for row in busy:
+            m28 = busy_poll_met(row)
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                row["workload"], row["unit"], fmt(row["median"].get("tcp")), fmt(row["median"].get("lism-exec")),
+                fmt_spread(row["samples"], "lism-exec", "tcp"), fmt(row["cpu_s_per_s"].get("tcp")),
+                fmt(row["cpu_s_per_s"].get("lism-exec")),
+                "-" if not m28 else "%s %.2f" % (">=" if row["higher_is_better"] else "<=", m28[0]),
+                "-" if not m28 else ("yes" if m28[1] else "**no**")))
     conn = info["sockops_ns_per_conn"]
     if conn:
         lines.append("")
@@ -780,15 +917,17 @@ def report(workloads, modes, res, extra, counters, elapsed):
     for ab in [m for m in modes if m in ABLATIONS]:
         base = ablation_base(ab)
         flag = " ".join(ABLATIONS[ab])
-        extra_rows = ["| workload | unit | %s | %s %s | %s / ablation (rounds' range) |" % (base, base, flag, base),
-                      "|---|---|---|---|---|"]
+        extra_rows = ["| workload | unit | %s | %s %s | %s / ablation (rounds' range) | CPU s/s %s / ablation |"
+                      % (base, base, flag, base, base), "|---|---|---|---|---|---|"]
         for row in rows:
-            if blocking_only(ab) and not row["blocking_sockets"]:
+            if not runs(ab, row["workload"], row["blocking_sockets"]):
                 continue
             r = fmt_spread(res[row["workload"]], base, ab)
-            extra_rows.append("| %s | %s | %s | %s | %s |" % (row["workload"], row["unit"],
-                                                          fmt(row["median"].get(base)),
-                                                          fmt(row["median"].get(ab)), r))
+            c = row["cpu_s_per_s"]
+            extra_rows.append("| %s | %s | %s | %s | %s | %s / %s |" % (row["workload"], row["unit"],
+                                                                    fmt(row["median"].get(base)),
+                                                                    fmt(row["median"].get(ab)), r,
+                                                                    fmt(c.get(base)), fmt(c.get(ab))))
         text += "\n\nAblation: " + flag + "\n\n" + "\n".join(extra_rows)
     with open(os.path.join(OUT, "results.md"), "w") as f:
         f.write("Machine: %d vCPU, kernel %s, %s; %d rounds x %.0f s, a workload's modes back to back "

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* What the bench workload programs share: a clock, fatal errors, waiting on a socket. */
+/* What the bench workload programs share: a clock, fatal errors, waiting on a socket
+ * (inline: a program that uses only some of them builds with -Werror). */
 #ifndef LISM_BENCH_UTIL_H
 #define LISM_BENCH_UTIL_H
 
@@ -10,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void)
+static inline double now_s(void)
 {
 	struct timespec ts;
 
@@ -19,14 +20,14 @@ static double now_s(void)
 }
 
 /* Report what failed, with errno, under the program's name, and exit 1. */
-static void die(const char *what)
+static inline void die(const char *what)
 {
 	fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what, strerror(errno));
 	exit(1);
 }
 
 /* Wait until @fd is ready for @ev; 10 s without is fatal. */
-static void wait_for(int fd, short ev)
+static inline void wait_for(int fd, short ev)
 {
 	struct pollfd p = { .fd = fd, .events = ev };
 
