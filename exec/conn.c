@@ -468,6 +468,24 @@ bool lism_conn_ready(struct lism_conn *c)
 	return (flags_now(c) & (LISM_CONN_ABORTED | LISM_CONN_RD_SHUT)) || lism_ring_rx_ready(c->map.rx.dir);
 }
 
+bool lism_conn_kernel_says(struct lism_conn *c, int fd)
+{
+	int err = pthread_mutex_trylock(&c->rx_lock), ev = 1;
+
+	if (err && err != EOWNERDEAD)
+		return true; /* a recv is at it: it says what is there */
+	if (err == EOWNERDEAD) {
+		pthread_mutex_consistent(&c->rx_lock);
+		__atomic_or_fetch(&c->flags, LISM_CONN_ABORTED, __ATOMIC_RELEASE);
+	}
+	/* a doorbell owed and come late (its bytes read from the ring before it
+	 * landed) is all the kernel sees: eaten, what is left is the truth */
+	if (c->map.rx.owed && !eat(c, fd, c->map.rx.owed, 0))
+		ev = poll_one(fd, POLLIN, 0);
+	pthread_mutex_unlock(&c->rx_lock);
+	return ev != 0;
+}
+
 void lism_conn_set_shared(struct lism_conn *c)
 {
 	__atomic_store_n(&c->shared, 1, __ATOMIC_RELAXED);

@@ -110,6 +110,15 @@ bool lism_conn_spin_begin(struct lism_conn *c);
 bool lism_conn_spin_end(struct lism_conn *c);
 bool lism_conn_ready(struct lism_conn *c);
 
+/*
+ * The kernel said @fd readable and its ring holds nothing: whether the
+ * socket still says something once the doorbells owed are eaten (a
+ * doorbell whose bytes were read from the ring before it landed makes
+ * the socket readable with nothing to read; EAGAIN there is an error to
+ * wrk and others).  True if in doubt.
+ */
+bool lism_conn_kernel_says(struct lism_conn *c, int fd);
+
 /* Whether the process took a seccomp filter (lism_conn_sandbox): no spin, no wrapper's own syscalls. */
 bool lism_conn_sandboxed(void);
 

@@ -178,15 +178,19 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 		if (n)
 			return n;
 	}
-	if (ms > 0) {
-		ms -= (int)ms_since(t0);
-		if (ms <= 0)
-			ms = 0;
+	for (;;) {
+		int left = ms;
+
+		if (ms > 0 && (left = ms - (int)ms_since(t0)) < 0)
+			left = 0;
+		n = w->kernel(w, left);
+		if (n < 0)
+			return n;
+		n = w->say(w, n);
+		/* a wakeup by a late doorbell alone says nothing: sleep again */
+		if (n || !left)
+			return n;
 	}
-	n = w->kernel(w, ms);
-	if (n < 0)
-		return n;
-	return w->say(w, n);
 }
 
 /* ---- poll ---- */
@@ -225,8 +229,13 @@ static int poll_say(struct waiter *w, int n)
 	for (int i = 0; i < w->nr; i++) {
 		struct pollfd *p = &a->fds[w->r[i].at];
 
-		if (!lism_conn_ready(w->r[i].c))
+		if (!lism_conn_ready(w->r[i].c)) {
+			if ((p->revents & (POLLIN | POLLRDNORM)) && !lism_conn_kernel_says(w->r[i].c, p->fd)) {
+				p->revents &= (short)~(POLLIN | POLLRDNORM);
+				n -= !p->revents;
+			}
 			continue;
+		}
 		n += !p->revents;
 		p->revents |= (short)(p->events & (POLLIN | POLLRDNORM));
 	}
@@ -314,8 +323,13 @@ static int select_say(struct waiter *w, int n)
 	for (int i = 0; i < w->nr; i++) {
 		int fd = w->r[i].at;
 
-		if (!lism_conn_ready(w->r[i].c))
+		if (!lism_conn_ready(w->r[i].c)) {
+			if (n > 0 && FD_ISSET(fd, a->sets[0]) && !lism_conn_kernel_says(w->r[i].c, fd)) {
+				FD_CLR(fd, a->sets[0]);
+				n--;
+			}
 			continue;
+		}
 		if (n <= 0) { /* the kernel said nothing: its sets are empty */
 			n = 0;
 			for (int k = 0; k < 3; k++)
@@ -531,21 +545,29 @@ static int epoll_say(struct waiter *w, int n)
 	pthread_mutex_lock(&a->set->lock);
 	for (int i = 0; i < w->nr; i++) {
 		struct reg *r = NULL;
+		bool ready = lism_conn_ready(w->r[i].c);
 		__u64 mark;
 		int k;
 
-		if (!lism_conn_ready(w->r[i].c))
-			continue;
 		for (int j = 0; j < a->set->n; j++)
 			if (a->set->r[j].fd == w->r[i].at)
 				r = &a->set->r[j];
 		if (!r)
 			continue; /* unregistered meanwhile */
-		mark = ring_mark(w->r[i].c);
-		if ((r->events & EPOLLET) && mark == r->said)
-			continue; /* said already, and nothing came since */
 		for (k = 0; k < n && a->ev[k].data.u64 != r->data; k++)
 			;
+		if (!ready) {
+			if (k < n && (a->ev[k].events & (EPOLLIN | EPOLLRDNORM)) &&
+			    !lism_conn_kernel_says(w->r[i].c, r->fd)) {
+				a->ev[k].events &= ~(__u32)(EPOLLIN | EPOLLRDNORM);
+				if (!a->ev[k].events)
+					a->ev[k] = a->ev[--n];
+			}
+			continue;
+		}
+		mark = ring_mark(w->r[i].c);
+		if ((r->events & EPOLLET) && mark == r->said && k == n)
+			continue; /* said already, and nothing came since */
 		if (k == n) {
 			if (n == a->max)
 				continue; /* the next wait says it */
