@@ -201,9 +201,15 @@ $(BUILD)/tests/semantics-peer: tests/programs/semantics_peer.c $(SEM_SRCS) $(SEM
 	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Itests/programs -Itests/integration \
 		tests/programs/semantics_peer.c $(SEM_SRCS) -o $@
 
+# Many short waits between two processes, checked and counted (issue 28: waits on ring sockets).
+$(BUILD)/tests/wait-stress: tests/programs/wait_stress.c tests/programs/wait_plan.h tests/integration/slow.h \
+		| $(BUILD)/tests
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Itests/programs -Itests/integration $< -lpthread -o $@
+
 $(BUILD)/tests/integration: $(INTEG_SRCS) $(wildcard tests/integration/*.h) $(SEM_SRCS) $(SEM_HDRS) $(LIB_OBJS) \
 		$(EXEC_OBJS) $(USER_HDRS) $(TEST_BPF_SKELS) $(BUILD)/tests/exec-peer $(BUILD)/tests/semantics-peer \
-		$(BUILD)/liblism.so | $(BUILD)/tests
+		$(BUILD)/tests/wait-stress tests/programs/wait_plan.h $(BUILD)/liblism.so | $(BUILD)/tests
 	$(call say,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -Itests/integration -Itests/programs -I$(BUILD)/tests $(INTEG_SRCS) $(SEM_SRCS) \
 		$(LIB_OBJS) $(EXEC_OBJS) $(USER_LIBS) -lcriterion -lpthread -o $@
