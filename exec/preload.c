@@ -37,6 +37,7 @@
 #include <sys/prctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -253,6 +254,12 @@ static void decide(int fd, struct fdent *e)
 	err = lism_exec_attach(fd, device_path, &m);
 	if (!err) {
 		if (!lism_conn_open(&m, &e->conn)) {
+			int one = 1;
+
+			/* a doorbell goes at once: Nagle would hold it behind an unacked one
+			 * until the peer's delayed ACK (40 ms), and a spinning peer sends
+			 * nothing back for an ACK to ride on */
+			syscall(SYS_setsockopt, fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			e->conn->busy_us = lism_spin_bound_us(fd);
 			if (e->shared)
 				lism_conn_set_shared(e->conn);
