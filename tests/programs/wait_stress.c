@@ -25,9 +25,10 @@
  * exits 4.  After the last round each side expects the end of the stream.
  *
  * The parent is the server, its child the client.  The last line, both
- * directions added up: "OK msgs N bytes B tcp T waits W long L secs S"
+ * directions added up: "OK msgs N bytes B tcp T waits W long L spurious P secs S"
  * (messages and bytes received and checked, TCP bytes received, waits and
- * those over 20 us), or "BAD ..."; exit 0 only with OK.
+ * those over 20 us, level-triggered wakeups whose read found nothing), or
+ * "BAD ..."; exit 0 only with OK.
  */
 #include <endian.h>
 #include <errno.h>
@@ -108,6 +109,7 @@ struct side {
 	struct stream tx, rx;
 	int round, msg;      /* where it is */
 	uint64_t rx_bytes, msgs, waits, long_waits, turn;
+	uint64_t spurious; /* a wait said readable (level-triggered), and the read found nothing */
 	char why[256];
 	unsigned char in[RX_BUF], want[RX_BUF], out[WAIT_MSG_MAX];
 };
@@ -338,6 +340,7 @@ static int rx_until(struct side *s, uint64_t target)
 			poll(&p, 1, -1);
 			wait_end(s);
 			r = recv(s->fd, s->in, len, MSG_DONTWAIT);
+			s->spurious += r < 0 && errno == EAGAIN;
 			break;
 		case M_SELECT:
 			FD_ZERO(&rd);
@@ -346,12 +349,14 @@ static int rx_until(struct side *s, uint64_t target)
 			select(s->fd + 1, &rd, NULL, NULL, NULL);
 			wait_end(s);
 			r = recv(s->fd, s->in, len, MSG_DONTWAIT);
+			s->spurious += r < 0 && errno == EAGAIN;
 			break;
 		case M_EPOLL_LT:
 			wait_begin(s, "epoll_wait", m, target);
 			epoll_wait(s->ep_lt, &ev, 1, -1);
 			wait_end(s);
-			r = recv(s->fd, s->in, len, 0);
+			r = recv(s->fd, s->in, len, MSG_DONTWAIT);
+			s->spurious += r < 0 && errno == EAGAIN;
 			break;
 		default:
 			/* edge-triggered: read to EAGAIN (past the target too), wait only then */
@@ -461,9 +466,9 @@ static void result(struct side *s, char *line, size_t len)
 	socklen_t tl = sizeof(ti);
 
 	getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl); /* after the end of the stream: every doorbell is in */
-	snprintf(line, len, "msgs %llu bytes %llu tcp %llu waits %llu long %llu", (unsigned long long)s->msgs,
+	snprintf(line, len, "msgs %llu bytes %llu tcp %llu waits %llu long %llu spurious %llu", (unsigned long long)s->msgs,
 		 (unsigned long long)s->rx_bytes, (unsigned long long)ti.tcpi_bytes_received,
-		 (unsigned long long)s->waits, (unsigned long long)s->long_waits);
+		 (unsigned long long)s->waits, (unsigned long long)s->long_waits, (unsigned long long)s->spurious);
 }
 
 static int client(struct side *s, int l, int port, int cpu, int method, int rounds, uint64_t seed, pid_t parent)
@@ -511,10 +516,11 @@ static int client_said(struct side *s, int fd, char *line, size_t len)
 	return st;
 }
 
-/* A side's "msgs N bytes B tcp T waits W long L" in @v. */
-static int counts(const char *line, unsigned long long v[5])
+/* A side's "msgs N bytes B tcp T waits W long L spurious S" in @v. */
+static int counts(const char *line, unsigned long long v[6])
 {
-	return sscanf(line, "msgs %llu bytes %llu tcp %llu waits %llu long %llu", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5;
+	return sscanf(line, "msgs %llu bytes %llu tcp %llu waits %llu long %llu spurious %llu", &v[0], &v[1], &v[2], &v[3],
+		      &v[4], &v[5]) == 6;
 }
 
 int main(int argc, char **argv)
@@ -522,7 +528,7 @@ int main(int argc, char **argv)
 	static struct side srv = { .name = "server", .id = 0 }, cli = { .name = "client", .id = 1 };
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
-	unsigned long long a[5], c[5];
+	unsigned long long a[6], c[6];
 	int method = -1, res[2], l, fd, rounds, cpu_s, cpu_c, ok, st;
 	char mine[300], theirs[512];
 	long long t0;
@@ -579,8 +585,8 @@ int main(int argc, char **argv)
 	st = client_said(&srv, res[0], theirs, sizeof(theirs));
 	if (ok && WIFEXITED(st) && !WEXITSTATUS(st) && counts(mine, a) && !strncmp(theirs, "OK ", 3) &&
 	    counts(theirs + 3, c)) {
-		printf("OK msgs %llu bytes %llu tcp %llu waits %llu long %llu secs %.2f\n", a[0] + c[0], a[1] + c[1],
-		       a[2] + c[2], a[3] + c[3], a[4] + c[4], (double)t0 / 1e9);
+		printf("OK msgs %llu bytes %llu tcp %llu waits %llu long %llu spurious %llu secs %.2f\n", a[0] + c[0],
+		       a[1] + c[1], a[2] + c[2], a[3] + c[3], a[4] + c[4], a[5] + c[5], (double)t0 / 1e9);
 		return 0;
 	}
 	printf("BAD %s; client: %s (%s %d)\n", ok ? "server fine" : srv.why, theirs[0] ? theirs : "said nothing",
