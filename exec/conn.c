@@ -350,18 +350,25 @@ static int tcp_look(struct lism_conn *c, int fd, int wait)
 	char buf[64];
 	ssize_t seen;
 
-	/* no sleep in the kernel over bytes a spin hid from it (bell.h) */
-	if (wait && lism_ring_rx_poll_end(&c->map.rx))
-		return 1;
-	if (wait) /* not holding the lock asleep: a shutdown or a FIONREAD on another
-		     thread goes on, and a process killed asleep leaves it consistent */
+	if (wait) {
+		/* no sleep in the kernel over bytes a spin hid from it (bell.h) */
+		lism_conn_sleep_begin(c);
+		if (lism_ring_rx_poll_end(&c->map.rx)) {
+			lism_conn_sleep_end(c);
+			return 1;
+		}
+		/* not holding the lock asleep: a shutdown or a FIONREAD on another
+		 * thread goes on, and a process killed asleep leaves it consistent */
 		pthread_mutex_unlock(&c->rx_lock);
+	}
 	if (sandboxed)
 		seen = poll_look(fd, wait);
 	else
 		seen = sys_recv(fd, buf, sizeof(buf), MSG_PEEK | (wait ? 0 : MSG_DONTWAIT));
-	if (wait)
+	if (wait) {
+		lism_conn_sleep_end(c);
 		lock(c, &c->rx_lock);
+	}
 	if (seen == -EAGAIN && !wait)
 		return 0;
 	if (sandboxed && seen == -ECONNRESET && c->rx_err)
@@ -449,8 +456,27 @@ static ssize_t recv_run(struct lism_conn *c, int fd, const struct iovec *iov, in
 
 bool lism_conn_spin_begin(struct lism_conn *c)
 {
-	return !__atomic_load_n(&c->shared, __ATOMIC_RELAXED) && c->busy_us && !sandboxed &&
-	       lism_ring_rx_poll_begin(&c->map.rx);
+	if (__atomic_load_n(&c->shared, __ATOMIC_RELAXED) || !c->busy_us || sandboxed ||
+	    !lism_ring_rx_poll_begin(&c->map.rx))
+		return false;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->sleepers, __ATOMIC_RELAXED)) {
+		/* a wait sleeps in the kernel: no spin; bytes silent meanwhile are said by the caller */
+		(void)lism_ring_rx_poll_end(&c->map.rx);
+		return false;
+	}
+	return true;
+}
+
+void lism_conn_sleep_begin(struct lism_conn *c)
+{
+	__atomic_add_fetch(&c->sleepers, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void lism_conn_sleep_end(struct lism_conn *c)
+{
+	__atomic_sub_fetch(&c->sleepers, 1, __ATOMIC_RELAXED);
 }
 
 bool lism_conn_sandboxed(void)
@@ -498,15 +524,18 @@ void lism_conn_set_shared(struct lism_conn *c)
  */
 static bool spin(struct lism_conn *c)
 {
-	__u64 budget = c->shared || sandboxed ? 0 : lism_spin_budget_ns(c->busy_us), t0, t = 0, yielded = 0;
+	__u64 budget = __atomic_load_n(&c->shared, __ATOMIC_RELAXED) || sandboxed ? 0 : lism_spin_budget_ns(c->busy_us);
+	__u64 t0, t = 0, yielded = 0;
 	bool found;
 
 	if (!budget)
 		return false;
 	pthread_mutex_unlock(&c->rx_lock);
-	if (!lism_ring_rx_poll_begin(&c->map.rx)) {
+	if (!lism_conn_spin_begin(c)) {
+		/* bytes counted already, or a sleeper: look again (its sleep ends spins) */
+		found = lism_conn_ready(c) || lism_ring_rx_poll_end(&c->map.rx);
 		lock(c, &c->rx_lock);
-		return true; /* bytes counted already, or recv answers at once */
+		return found;
 	}
 	t0 = lism_spin_now_ns();
 	while (!(found = lism_conn_ready(c)) && (t = lism_spin_now_ns() - t0) < budget)
@@ -585,8 +614,8 @@ static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov,
 			break;
 		if (nb < 0)
 			nb = nonblocking(c, fd, flags);
-		if (!nb && spin(c))
-			continue;
+		if (!nb && spin(c) && ++idle < 1000)
+			continue; /* a peer's count with no bytes behind it spins no more than that */
 		say = tcp_look(c, fd, !nb);
 		if (say == 0 || say == -EAGAIN || say == -EINTR) {
 			r = say ?: -EAGAIN; /* nothing, SO_RCVTIMEO, or a signal */

@@ -9,19 +9,26 @@
  * Rules:
  * - A wait that watches a decided ring socket for input first asks the
  *   kernel without sleeping; then it spins (its thread's budget), looking
- *   at the rings and, every LISM_SPIN_YIELD_NS, at the kernel for the other
+ *   at the rings and, every LISM_SPIN_KERNEL_NS, at the kernel for the other
  *   fds; then it ends every spin (bell.h: bytes it hid are said here) and
  *   sleeps in the kernel for what is left of the caller's timeout.
  * - A ring socket is said readable from its ring when it has bytes counted
  *   or its writer's end: level-triggered, whenever that holds; edge-
  *   triggered (EPOLLET), only when the ring moved since it was last said.
  *   An event the kernel also returned is merged into one.
- * - epoll: registrations with EPOLLIN of sockets liblism knows are kept per
- *   epoll fd (not EPOLLONESHOT or EPOLLEXCLUSIVE ones, which stay the
- *   kernel's alone).  An epoll fd made before an exec, or shared with
- *   another process after fork, is waited on as the kernel's alone.
+ * - epoll: every registration is kept per epoll fd (its data may be a ring
+ *   socket's too: then the kernel's event is not filtered); those with
+ *   EPOLLIN of ring sockets are spun on.  A socket registered EPOLLONESHOT
+ *   or EPOLLEXCLUSIVE stays the kernel's alone and is never spun on (no
+ *   wait of this library would say its silent bytes).  An epoll fd made
+ *   before an exec, or registered through a dup of its number, is waited
+ *   on as the kernel's alone.
  * - ppoll, pselect, epoll_pwait and epoll_pwait2 (a signal mask) do not
- *   spin, but end any spin and say hidden bytes before they sleep.
+ *   spin, but end any spin and say hidden bytes before they sleep; nor does
+ *   any wait under a seccomp sandbox (exec/conn.h), which asks the kernel
+ *   through the call the program made.
+ * - A wait asleep in the kernel counts itself on each ring it watches
+ *   (lism_conn_sleep_begin): nobody spins on those meanwhile.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -81,6 +88,7 @@ struct waiter {
 	/* the rings' readiness merged into the kernel's @n events: the total */
 	int (*say)(struct waiter *w, int n);
 	void *arg;
+	bool asleep;                    /* counted asleep on each ring (lism_conn_sleep_begin) */
 	struct ring local[LOCAL_RINGS]; /* on the stack: poll may be called from a signal handler */
 };
 
@@ -127,13 +135,31 @@ static long ms_since(__u64 t0)
 	return (long)((lism_spin_now_ns() - t0) / 1000000);
 }
 
+/* The waits asleep end (a cancellation in the sleep too): the rings may be spun on again. */
+static void waiter_wake(struct waiter *w)
+{
+	int saved = errno;
+
+	if (w->asleep)
+		for (int i = 0; i < w->nr; i++)
+			lism_conn_sleep_end(w->r[i].c);
+	w->asleep = false;
+	errno = saved;
+}
+
+static void waiter_cleanup(void *arg)
+{
+	waiter_wake(arg);
+	waiter_done(arg);
+}
+
 /*
  * The wait (rules above): the kernel's count with the rings' merged in,
- * or -1 and errno.  @spin: whether it may spin (no signal mask).
+ * or -1 and errno.  @spin: whether it may spin (no signal mask, no sandbox).
  */
 static int wait_rings(struct waiter *w, int ms, bool spin)
 {
-	__u64 t0 = lism_spin_now_ns(), budget = 0, t = 0, yielded = 0;
+	__u64 t0 = lism_spin_now_ns(), budget = 0, t = 0, yielded = 0, asked = 0;
 	__u32 bound = 0;
 	int n, kn = 0, spinning = 0;
 	bool found = false;
@@ -145,38 +171,42 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 	if (n || !ms)
 		return n;
 	for (int i = 0; spin && i < w->nr; i++)
-		if (w->r[i].c->busy_us > bound && !w->r[i].c->shared)
+		if (w->r[i].c->busy_us > bound && !__atomic_load_n(&w->r[i].c->shared, __ATOMIC_RELAXED))
 			bound = w->r[i].c->busy_us;
 	budget = lism_spin_budget_ns(bound);
+	if (ms > 0 && budget > (__u64)ms * 1000000)
+		budget = (__u64)ms * 1000000; /* never past the caller's timeout */
 	for (int i = 0; budget && i < w->nr; i++)
 		spinning += w->r[i].spinning = lism_conn_spin_begin(w->r[i].c);
-	if (spinning) {
-		while (!found && (t = lism_spin_now_ns() - t0) < budget) {
-			for (int i = 0; i < w->nr && !found; i++)
-				found = lism_conn_ready(w->r[i].c);
-			if (!found && t - yielded >= LISM_SPIN_YIELD_NS) {
-				kn = w->kernel(w, 0); /* the other fds, now and then */
-				if (kn < 0)
-					return kn; /* EINTR: a signal came, as it may to any wait */
-				found = kn > 0;
-			}
-			if (!found)
-				lism_spin_relax(t, &yielded);
+	while (spinning && !found && (t = lism_spin_now_ns() - t0) < budget) {
+		for (int i = 0; i < w->nr && !found; i++)
+			found = lism_conn_ready(w->r[i].c);
+		if (!found && t - asked >= LISM_SPIN_KERNEL_NS) {
+			asked = t;
+			kn = w->kernel(w, 0); /* the other fds, now and then */
+			found = kn != 0; /* events, or an error (EINTR: a signal came, as to any wait) */
 		}
+		if (!found)
+			lism_spin_relax(t, &yielded);
 	}
-	/* every spin ends (and a spin on another thread: bell.h) before any sleep */
+	/* counted asleep first, then every spin ends (this one's, another
+	 * thread's: bell.h), so that nobody spins on a ring while this sleeps */
+	for (int i = 0; i < w->nr; i++)
+		lism_conn_sleep_begin(w->r[i].c);
+	w->asleep = true;
 	for (int i = 0; i < w->nr; i++)
 		found |= lism_conn_spin_end(w->r[i].c);
 	if (spinning)
 		lism_spin_result(found, t, bound);
+	if (kn < 0) {
+		n = kn;
+		goto out;
+	}
 	if (found) {
 		/* what the kernel said in the spin is taken (an edge): said now, with the rings */
 		n = kn > 0 ? kn : w->kernel(w, 0);
-		if (n < 0)
-			return n;
-		n = w->say(w, n);
-		if (n)
-			return n;
+		if (n < 0 || (n = w->say(w, n)))
+			goto out;
 	}
 	for (;;) {
 		int left = ms;
@@ -185,12 +215,27 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 			left = 0;
 		n = w->kernel(w, left);
 		if (n < 0)
-			return n;
+			break;
 		n = w->say(w, n);
 		/* a wakeup by a late doorbell alone says nothing: sleep again */
 		if (n || !left)
-			return n;
+			break;
 	}
+out:
+	waiter_wake(w);
+	return n;
+}
+
+/* @w's wait, its references given back however it ends (a cancellation in the sleep too). */
+static int waiter_run(struct waiter *w, int ms, bool spin)
+{
+	int n;
+
+	pthread_cleanup_push(waiter_cleanup, w);
+	n = wait_rings(w, ms, spin);
+	pthread_cleanup_pop(0);
+	waiter_done(w);
+	return n;
 }
 
 /* ---- poll ---- */
@@ -206,6 +251,8 @@ static int poll_kernel(struct waiter *w, int ms)
 {
 	struct poll_args *a = w->arg;
 
+	if (!ms && lism_conn_sandboxed())
+		return REAL(poll)(a->fds, a->nfds, 0); /* what the program calls is what its filter allows */
 	if (!ms) { /* syscall(2): no cancellation point in a spin */
 		struct timespec zero = { 0, 0 };
 
@@ -248,15 +295,14 @@ static int poll_rings(struct pollfd *fds, nfds_t nfds, int ms, const struct time
 	struct waiter w = { .kernel = poll_kernel, .say = poll_say, .arg = &a };
 	int n;
 
-	for (nfds_t i = 0; i < nfds && !lism_conn_sandboxed(); i++)
+	for (nfds_t i = 0; i < nfds; i++)
 		if ((fds[i].events & (POLLIN | POLLRDNORM)) && fds[i].fd >= 0 && waiter_add(&w, fds[i].fd, (int)i))
 			break;
 	if (!w.nr) {
 		waiter_done(&w);
 		return mask ? REAL(ppoll)(fds, nfds, ts, mask) : REAL(poll)(fds, nfds, ms);
 	}
-	n = wait_rings(&w, ms, !mask);
-	waiter_done(&w);
+	n = waiter_run(&w, ms, !mask && !lism_conn_sandboxed());
 	return n;
 }
 
@@ -282,16 +328,42 @@ EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int ms, size_t len)
 
 EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *ts, const sigset_t *mask)
 {
+	if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0))
+		return REAL(ppoll)(fds, nfds, ts, mask); /* the kernel's EINVAL */
 	if (!mask)
 		return poll_rings(fds, nfds, ts_ms(ts), NULL, NULL);
 	return poll_rings(fds, nfds, ts_ms(ts), ts, mask);
 }
 
+EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *ts, const sigset_t *mask, size_t len)
+{
+	(void)len;
+	return ppoll(fds, nfds, ts, mask);
+}
+
 /* ---- select ---- */
+
+/* fd sets as the kernel reads them: nfds bits, any number (no FD_SETSIZE,
+ * whose fortified macros abort past it) */
+#define LONG_BITS (8 * (int)sizeof(unsigned long))
+
+static bool bit_isset(const fd_set *set, int fd)
+{
+	return ((const unsigned long *)set)[fd / LONG_BITS] >> (fd % LONG_BITS) & 1;
+}
+
+static void bit_set(fd_set *set, int fd, bool on)
+{
+	unsigned long *w = &((unsigned long *)set)[fd / LONG_BITS], m = 1ul << (fd % LONG_BITS);
+
+	*w = on ? *w | m : *w & ~m;
+}
 
 struct select_args {
 	int nfds;
-	fd_set *sets[3], in[3];
+	size_t bytes;            /* of each set the caller passed */
+	fd_set *sets[3];
+	unsigned long *in[3];    /* the caller's sets, each kernel call starts from them */
 	const sigset_t *mask;
 	const struct timespec *ts;
 };
@@ -302,7 +374,12 @@ static int select_kernel(struct waiter *w, int ms)
 
 	for (int i = 0; i < 3; i++)
 		if (a->sets[i])
-			*a->sets[i] = a->in[i]; /* select writes its sets: each call from the caller's */
+			memcpy(a->sets[i], a->in[i], a->bytes); /* select writes its sets */
+	if (!ms && lism_conn_sandboxed()) {
+		struct timeval zero = { 0, 0 };
+
+		return REAL(select)(a->nfds, a->sets[0], a->sets[1], a->sets[2], &zero);
+	}
 	if (!ms) {
 		struct timespec zero = { 0, 0 };
 
@@ -324,8 +401,8 @@ static int select_say(struct waiter *w, int n)
 		int fd = w->r[i].at;
 
 		if (!lism_conn_ready(w->r[i].c)) {
-			if (n > 0 && FD_ISSET(fd, a->sets[0]) && !lism_conn_kernel_says(w->r[i].c, fd)) {
-				FD_CLR(fd, a->sets[0]);
+			if (n > 0 && bit_isset(a->sets[0], fd) && !lism_conn_kernel_says(w->r[i].c, fd)) {
+				bit_set(a->sets[0], fd, false);
 				n--;
 			}
 			continue;
@@ -334,10 +411,10 @@ static int select_say(struct waiter *w, int n)
 			n = 0;
 			for (int k = 0; k < 3; k++)
 				if (a->sets[k])
-					FD_ZERO(a->sets[k]);
+					memset(a->sets[k], 0, a->bytes);
 		}
-		if (!FD_ISSET(fd, a->sets[0])) {
-			FD_SET(fd, a->sets[0]);
+		if (!bit_isset(a->sets[0], fd)) {
+			bit_set(a->sets[0], fd, true);
 			n++;
 		}
 	}
@@ -349,11 +426,12 @@ static int select_rings(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int ms, co
 {
 	struct select_args a = { .nfds = nfds, .sets = { rd, wr, ex }, .mask = mask, .ts = ts };
 	struct waiter w = { .kernel = select_kernel, .say = select_say, .arg = &a };
+	unsigned long local[3][FD_SETSIZE / LONG_BITS], *heap = NULL;
 	__u64 t0 = lism_spin_now_ns();
 	int n;
 
-	for (int fd = 0; rd && fd < nfds && fd < FD_SETSIZE && !lism_conn_sandboxed(); fd++)
-		if (FD_ISSET(fd, rd) && waiter_add(&w, fd, fd))
+	for (int fd = 0; rd && fd < nfds; fd++)
+		if (bit_isset(rd, fd) && waiter_add(&w, fd, fd))
 			break;
 	if (!w.nr) {
 		waiter_done(&w);
@@ -361,11 +439,19 @@ static int select_rings(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int ms, co
 			return REAL(pselect)(nfds, rd, wr, ex, ts, mask);
 		return REAL(select)(nfds, rd, wr, ex, tv);
 	}
-	for (int i = 0; i < 3; i++)
+	a.bytes = (size_t)(nfds + LONG_BITS - 1) / LONG_BITS * sizeof(unsigned long);
+	if (a.bytes > sizeof(local[0]) && !(heap = malloc(3 * a.bytes))) {
+		waiter_done(&w);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int i = 0; i < 3; i++) {
+		a.in[i] = heap ? (unsigned long *)((char *)heap + i * a.bytes) : local[i];
 		if (a.sets[i])
-			a.in[i] = *a.sets[i];
-	n = wait_rings(&w, ms, !mask);
-	waiter_done(&w);
+			memcpy(a.in[i], a.sets[i], a.bytes);
+	}
+	n = waiter_run(&w, ms, !mask && !lism_conn_sandboxed());
+	free(heap);
 	if (tv && ms > 0) { /* Linux's select says the time left */
 		long left = ms - ms_since(t0);
 
@@ -380,33 +466,43 @@ EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *
 {
 	int ms = tv ? (tv->tv_sec > 1000000 ? 1000000000 : (int)(tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000)) : -1;
 
+	if (tv && (tv->tv_sec < 0 || tv->tv_usec < 0))
+		return REAL(select)(nfds, rd, wr, ex, tv); /* the kernel's EINVAL */
 	return select_rings(nfds, rd, wr, ex, ms, NULL, NULL, tv);
 }
 
 EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask)
 {
+	if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0))
+		return REAL(pselect)(nfds, rd, wr, ex, ts, mask);
 	return select_rings(nfds, rd, wr, ex, ts_ms(ts), ts, mask, NULL);
 }
 
 /* ---- epoll ---- */
 
+/* A registration of an epoll fd, as epoll_ctl made it (every fd's: the
+ * data of one may be another's too). */
 struct reg {
-	int fd;
 	__u32 events;
+	int used;
+	int ring_at; /* its place in rings[]: a ring socket's spun on; -1 */
 	__u64 data;
-	__u64 said; /* EPOLLET: the ring's producer and state when it was last said */
+	__u64 said;  /* EPOLLET: the ring's producer and state when it was last said */
 };
 
 struct eset {
 	pthread_mutex_t lock;
-	int n, cap;
-	struct reg *r;
+	int cap;         /* of by_fd */
+	struct reg *by_fd;
+	int nring, ring_cap;
+	int *rings;      /* the fds a wait spins on */
 };
 
 #define ESETS 65536
+/* never freed: a thread may wait on an epoll fd another closes (the kernel allows it) */
 static struct eset *esets[ESETS];
 static int esets_end; /* above the highest epoll fd with a set */
-static int regs;      /* registrations in every set: 0 and a close looks nowhere */
+static int regs;      /* ring registrations in every set: 0 and a close looks nowhere */
 
 static struct eset *eset_of(int epfd, bool make)
 {
@@ -431,49 +527,92 @@ static struct eset *eset_of(int epfd, bool make)
 	return fresh;
 }
 
-static void eset_del(struct eset *s, int fd)
+static void ring_drop(struct eset *s, int fd)
 {
-	for (int i = 0; i < s->n; i++)
-		if (s->r[i].fd == fd) {
-			s->r[i] = s->r[--s->n];
-			__atomic_sub_fetch(&regs, 1, __ATOMIC_RELAXED);
-			return;
-		}
+	struct reg *r = &s->by_fd[fd];
+	int last;
+
+	if (r->ring_at < 0)
+		return;
+	last = s->rings[--s->nring];
+	s->rings[r->ring_at] = last;
+	s->by_fd[last].ring_at = r->ring_at;
+	r->ring_at = -1;
+	__atomic_sub_fetch(&regs, 1, __ATOMIC_RELAXED);
 }
 
-static void eset_put(struct eset *s, int fd, const struct epoll_event *ev)
+static void eset_del(struct eset *s, int fd)
 {
-	struct reg r = { .fd = fd, .events = ev->events, .data = ev->data.u64, .said = ~0ull };
+	if (fd < 0 || fd >= s->cap || !s->by_fd[fd].used)
+		return;
+	ring_drop(s, fd);
+	s->by_fd[fd].used = 0;
+}
 
-	for (int i = 0; i < s->n; i++)
-		if (s->r[i].fd == fd) {
-			s->r[i] = r;
-			return;
-		}
-	if (s->n == s->cap) {
-		int cap = s->cap ? 2 * s->cap : 16;
-		struct reg *g = realloc(s->r, (size_t)cap * sizeof(*g));
+/* Keep @fd's registration; @ring: a ring socket's to spin on. */
+static void eset_put(struct eset *s, int fd, const struct epoll_event *ev, bool ring)
+{
+	struct reg *r;
+
+	if (fd < 0)
+		return;
+	if (fd >= s->cap) {
+		int cap = fd + 1 > 2 * s->cap ? fd + 1 : 2 * s->cap;
+		struct reg *g = realloc(s->by_fd, (size_t)cap * sizeof(*g));
 
 		if (!g)
 			return; /* not spun on: the kernel's readiness alone, still right */
-		s->r = g;
+		for (int i = s->cap; i < cap; i++)
+			g[i] = (struct reg){ .ring_at = -1 };
+		s->by_fd = g;
 		s->cap = cap;
 	}
-	s->r[s->n++] = r;
+	r = &s->by_fd[fd];
+	r->used = 1;
+	r->events = ev->events;
+	r->data = ev->data.u64;
+	r->said = ~0ull;
+	if (!ring) {
+		ring_drop(s, fd);
+		return;
+	}
+	if (r->ring_at >= 0)
+		return;
+	if (s->nring == s->ring_cap) {
+		int cap = s->ring_cap ? 2 * s->ring_cap : 16;
+		int *g = realloc(s->rings, (size_t)cap * sizeof(*g));
+
+		if (!g)
+			return;
+		s->rings = g;
+		s->ring_cap = cap;
+	}
+	r->ring_at = s->nring;
+	s->rings[s->nring++] = fd;
 	__atomic_add_fetch(&regs, 1, __ATOMIC_RELAXED);
+}
+
+/* Whether another registration of the set has @data too (its event would be @fd's). */
+static bool data_shared(struct eset *s, int fd, __u64 data)
+{
+	for (int i = 0; i < s->cap; i++)
+		if (i != fd && s->by_fd[i].used && s->by_fd[i].data == data)
+			return true;
+	return false;
 }
 
 void lism_poll_forget(int fd)
 {
 	struct eset *s;
 
-	if (fd >= 0 && fd < ESETS && (s = __atomic_exchange_n(&esets[fd], NULL, __ATOMIC_ACQ_REL))) {
-		/* the epoll fd itself: a wait on it now is the caller's bug, as with the kernel's */
-		__atomic_sub_fetch(&regs, s->n, __ATOMIC_RELAXED);
-		free(s->r);
-		free(s);
+	if (fd >= 0 && fd < ESETS && (s = __atomic_load_n(&esets[fd], __ATOMIC_ACQUIRE))) {
+		/* the epoll fd itself: emptied, kept (a wait on it may still hold it) */
+		pthread_mutex_lock(&s->lock);
+		for (int i = 0; i < s->cap; i++)
+			eset_del(s, i);
+		pthread_mutex_unlock(&s->lock);
 	}
-	if (!__atomic_load_n(&regs, __ATOMIC_RELAXED) || !lism_fd_known(fd))
+	if (!lism_fd_known(fd))
 		return;
 	for (int e = 0, end = __atomic_load_n(&esets_end, __ATOMIC_RELAXED); e < end; e++) {
 		if (!(s = __atomic_load_n(&esets[e], __ATOMIC_ACQUIRE)))
@@ -487,23 +626,25 @@ void lism_poll_forget(int fd)
 EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	int r = REAL(epoll_ctl)(epfd, op, fd, ev);
+	bool known, ring;
 	struct eset *s;
 
 	if (r)
 		return r;
-	if (op != EPOLL_CTL_DEL && ev && (ev->events & EPOLLIN) && !(ev->events & (EPOLLONESHOT | EPOLLEXCLUSIVE)) &&
-	    lism_fd_known(fd))
-		s = eset_of(epfd, true);
-	else
-		s = eset_of(epfd, false);
+	known = lism_fd_known(fd);
+	if (op != EPOLL_CTL_DEL && ev && known && (ev->events & (EPOLLONESHOT | EPOLLEXCLUSIVE)))
+		lism_fd_no_spin(fd); /* a wait this library does not make: never spun on (spin.h) */
+	ring = known && op != EPOLL_CTL_DEL && ev && (ev->events & EPOLLIN) &&
+	       !(ev->events & (EPOLLONESHOT | EPOLLEXCLUSIVE));
+	/* every registration is kept: a ring's data may be another fd's too */
+	s = eset_of(epfd, op != EPOLL_CTL_DEL && ev);
 	if (!s)
 		return r;
 	pthread_mutex_lock(&s->lock);
-	if (op != EPOLL_CTL_DEL && ev && (ev->events & EPOLLIN) && !(ev->events & (EPOLLONESHOT | EPOLLEXCLUSIVE)) &&
-	    lism_fd_known(fd))
-		eset_put(s, fd, ev);
-	else
+	if (op == EPOLL_CTL_DEL || !ev)
 		eset_del(s, fd);
+	else
+		eset_put(s, fd, ev, ring);
 	pthread_mutex_unlock(&s->lock);
 	return r;
 }
@@ -520,6 +661,8 @@ static int epoll_kernel(struct waiter *w, int ms)
 {
 	struct epoll_args *a = w->arg;
 
+	if (!ms && lism_conn_sandboxed())
+		return REAL(epoll_wait)(a->epfd, a->ev, a->max, 0);
 	if (!ms)
 		return (int)syscall(SYS_epoll_pwait, a->epfd, a->ev, a->max, 0, NULL, (size_t)8);
 	if (!a->mask)
@@ -544,21 +687,19 @@ static int epoll_say(struct waiter *w, int n)
 		n = 0;
 	pthread_mutex_lock(&a->set->lock);
 	for (int i = 0; i < w->nr; i++) {
-		struct reg *r = NULL;
+		int fd = w->r[i].at;
+		struct reg *r = fd < a->set->cap && a->set->by_fd[fd].ring_at >= 0 ? &a->set->by_fd[fd] : NULL;
 		bool ready = lism_conn_ready(w->r[i].c);
 		__u64 mark;
 		int k;
 
-		for (int j = 0; j < a->set->n; j++)
-			if (a->set->r[j].fd == w->r[i].at)
-				r = &a->set->r[j];
 		if (!r)
 			continue; /* unregistered meanwhile */
 		for (k = 0; k < n && a->ev[k].data.u64 != r->data; k++)
 			;
 		if (!ready) {
-			if (k < n && (a->ev[k].events & (EPOLLIN | EPOLLRDNORM)) &&
-			    !lism_conn_kernel_says(w->r[i].c, r->fd)) {
+			if (k < n && (a->ev[k].events & (EPOLLIN | EPOLLRDNORM)) && !data_shared(a->set, fd, r->data) &&
+			    !lism_conn_kernel_says(w->r[i].c, fd)) {
 				a->ev[k].events &= ~(__u32)(EPOLLIN | EPOLLRDNORM);
 				if (!a->ev[k].events)
 					a->ev[k] = a->ev[--n];
@@ -589,10 +730,10 @@ static int epoll_rings(int epfd, struct epoll_event *ev, int max, int ms, const 
 	struct waiter w = { .kernel = epoll_kernel, .say = epoll_say, .arg = &a };
 	int n;
 
-	if (s && max > 0 && !lism_conn_sandboxed()) {
+	if (s && max > 0) {
 		pthread_mutex_lock(&s->lock);
-		for (int i = 0; i < s->n; i++)
-			if (waiter_add(&w, s->r[i].fd, s->r[i].fd))
+		for (int i = 0; i < s->nring; i++)
+			if (waiter_add(&w, s->rings[i], s->rings[i]))
 				break;
 		pthread_mutex_unlock(&s->lock);
 	}
@@ -602,8 +743,7 @@ static int epoll_rings(int epfd, struct epoll_event *ev, int max, int ms, const 
 			return REAL(epoll_pwait2)(epfd, ev, max, ts, mask);
 		return mask ? REAL(epoll_pwait)(epfd, ev, max, ms, mask) : REAL(epoll_wait)(epfd, ev, max, ms);
 	}
-	n = wait_rings(&w, ms, !mask);
-	waiter_done(&w);
+	n = waiter_run(&w, ms, !mask && !lism_conn_sandboxed());
 	return n;
 }
 

@@ -342,6 +342,18 @@ void lism_fd_put(void *ref)
 		ent_put(ref, -1);
 }
 
+static void ent_share(int fd, struct fdent *e);
+
+void lism_fd_no_spin(int fd)
+{
+	struct fdent *e = ent_get(fd);
+
+	if (e) {
+		ent_share(fd, e);
+		ent_put(e, -1);
+	}
+}
+
 bool lism_fd_known(int fd)
 {
 	struct fdent **s = slot(fd, 0);

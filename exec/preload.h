@@ -19,6 +19,9 @@ void lism_fd_put(void *ref);
 /* Whether @fd has an entry: a ring socket, or a marked one not decided yet. */
 bool lism_fd_known(int fd);
 
+/* @fd is waited on where no spin is seen (EPOLLONESHOT, EPOLLEXCLUSIVE): never spun on. */
+void lism_fd_no_spin(int fd);
+
 /* @fd closes (or is replaced): the wait wrappers forget it. */
 void lism_poll_forget(int fd);
 

@@ -89,9 +89,23 @@ __u64 lism_spin_now_ns(void)
 	return (__u64)t.tv_sec * 1000000000ull + (__u64)t.tv_nsec;
 }
 
+__u64 lism_spin_yield_ns(void)
+{
+	static long long ns = -1;
+	long long v = __atomic_load_n(&ns, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *s = getenv("LISM_BUSY_POLL_YIELD_NS");
+
+		v = s && *s ? atoll(s) : LISM_SPIN_YIELD_NS;
+		__atomic_store_n(&ns, v, __ATOMIC_RELAXED);
+	}
+	return (__u64)v;
+}
+
 void lism_spin_relax(__u64 since_ns, __u64 *last)
 {
-	if (since_ns - *last >= LISM_SPIN_YIELD_NS) {
+	if (since_ns - *last >= lism_spin_yield_ns()) {
 		*last = since_ns;
 		sched_yield();
 		return;

@@ -12,8 +12,12 @@
  *   thread stops spinning for a number of waits that doubles with each
  *   such miss (up to LISM_SPIN_SKIP_MAX), then tries the whole bound again.
  *   An idle connection's waits soon stop spinning: it costs no CPU.
- * - The spin yields the CPU every LISM_SPIN_YIELD_NS, so that on one CPU
- *   shared with its peer it never holds the peer off for longer.
+ * - The spin yields the CPU between two looks (LISM_SPIN_YIELD_NS 0), so
+ *   that on one CPU shared with its peer the peer runs at once: a yield
+ *   every 2 us made sockperf's one-CPU ping-pong 3.3 us against TCP's 2.5,
+ *   every look 0.95 us; across CPUs it costs 0.39 -> 0.53 us (docs/exec.md).
+ *   A poll wrapper looks at the kernel for its other fds every
+ *   LISM_SPIN_KERNEL_NS.
  * - A ring another process holds too (after fork, or inherited across
  *   exec) is never spun on: a process killed while it spins would leave
  *   the other one asleep without its doorbell (exec/bell.h).
@@ -29,7 +33,8 @@
 #define LISM_SPIN_MAX_US     100000 /* a bound past this is a typo: capped */
 #define LISM_SPIN_FLOOR_NS   2000
 #define LISM_SPIN_SKIP_MAX   1024
-#define LISM_SPIN_YIELD_NS   2000
+#define LISM_SPIN_YIELD_NS   0
+#define LISM_SPIN_KERNEL_NS  2000
 
 /* The process's bound in microseconds ($LISM_BUSY_POLL_US, read once). */
 __u32 lism_spin_default_us(void);
@@ -45,6 +50,9 @@ void lism_spin_result(bool found, __u64 spent_ns, __u32 max_us);
 
 /* The clock the spin reads. */
 __u64 lism_spin_now_ns(void);
+
+/* LISM_SPIN_YIELD_NS, or $LISM_BUSY_POLL_YIELD_NS (the bench's ablation). */
+__u64 lism_spin_yield_ns(void);
 
 /* Between two looks at the rings: a pause, and the CPU yielded every
  * LISM_SPIN_YIELD_NS (@since_ns: the spin's time so far; @last: the state

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -565,7 +566,7 @@ static void *reader(void *arg)
 
 				s->spins++;
 				while (looks-- && !lism_ring_rx_ready(s->p->rx[1].dir))
-					__builtin_ia32_pause();
+					sched_yield();
 			}
 			/* every wait in the kernel first ends any spin, and reads what it hid */
 			if (lism_ring_rx_poll_end(&s->p->rx[1])) {
