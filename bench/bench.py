@@ -46,6 +46,10 @@ Modes:
   lism-exec-nospin
                   lism-exec with LISM_BUSY_POLL_US=0 for the workload
                   programs: no spin before a ring reader sleeps (issue 28)
+  lism-exec-yield2us
+                  lism-exec with LISM_BUSY_POLL_YIELD_NS=2000: a spin
+                  yields every 2 us, not between every two looks
+                  (exec/spin.h)
   A mode named lism-ab-* is measured against lism-ab, on its workloads;
   one named lism-exec-* against lism-exec.
 
@@ -470,7 +474,10 @@ ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-churn": ["--no-churn-de
              # and without their bulk joins: the rule on the blocking bulk streams it was made for
              "lism-ab-adaptive-no-bulk-join": ["--senders=adaptive", "LISM_ABLATE=bulk-join"],
              # issue 28's spin off: the workload programs' environment, not lism's
-             "lism-exec-nospin": ["LISM_BUSY_POLL_US=0"]}
+             "lism-exec-nospin": ["LISM_BUSY_POLL_US=0"],
+             "lism-exec-yield2us": ["LISM_BUSY_POLL_YIELD_NS=2000"]}
+# the settings of the workload programs' liblism (exec/spin.h), set by switch() per mode
+EXEC_SETTINGS = ("LISM_BUSY_POLL_US", "LISM_BUSY_POLL_YIELD_NS")
 # BENCH_LISM_OLD=path/to/lism: modes lism-old and lism-ab-old, another build's lism, interleaved
 # with this one (an A/B)
 LISM_OLD = os.environ.get("BENCH_LISM_OLD")
@@ -523,7 +530,8 @@ def lism_env(mode):
     env = dict(os.environ)
     env.pop("BENCH_LISM_OLD", None)
     env.pop("LISM_ABLATE", None)
-    env.pop("LISM_BUSY_POLL_US", None)  # the workload programs', set by switch()
+    for k in EXEC_SETTINGS:
+        env.pop(k, None)  # the workload programs', set by switch()
     for a in ABLATIONS.get(mode, []):
         if a.startswith("LISM_ABLATE="):
             env["LISM_ABLATE"] = a.split("=", 1)[1]
@@ -591,10 +599,12 @@ class Bench:
         EXEC_PREFIX[:] = [LISM, "exec", "--"] if is_exec(mode) else []
         # the workload programs inherit the bench's environment: an ablation's LISM_BUSY_POLL_US=0
         # there, unset otherwise (so lism-exec measures the library's default)
-        os.environ.pop("LISM_BUSY_POLL_US", None)
+        for k in EXEC_SETTINGS:
+            os.environ.pop(k, None)
         for a in ABLATIONS.get(mode, []):
-            if a.startswith("LISM_BUSY_POLL_US="):
-                os.environ["LISM_BUSY_POLL_US"] = a.split("=", 1)[1]
+            k, _, v = a.partition("=")
+            if k in EXEC_SETTINGS:
+                os.environ[k] = v
         if self.daemon:
             if self.daemon.poll() is not None:
                 raise RuntimeError("lism run exited (%d) during the workload" % self.daemon.returncode)
