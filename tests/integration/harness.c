@@ -88,6 +88,15 @@ int kernel_has(enum lism_feature f)
 	return have[f] == '1';
 }
 
+void needs_missing(const char *what)
+{
+	const char *ci = getenv("CI");
+
+	if (ci && !strcmp(ci, "true"))
+		cr_assert_fail("%s is missing, and CI=true forbids skipping", what);
+	cr_skip_test("%s is missing; skipped", what);
+}
+
 void needs(enum lism_feature f)
 {
 	const char *ci = getenv("CI"), *matrix = getenv("LISM_KERNEL_MATRIX");

@@ -51,6 +51,10 @@ int kernel_has(enum lism_feature f);
  */
 void needs(enum lism_feature f);
 
+/* Something a test needs besides the kernel (a program, a second CPU) is
+ * missing, @what saying which: failed under CI=true, else skipped. */
+void needs_missing(const char *what);
+
 /* Create the cgroup and load lism with extra `lism load` arguments. */
 /*
  * Load arguments for tests that measure the shortcut itself (how much of a

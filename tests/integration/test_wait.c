@@ -60,16 +60,6 @@ static void gate(void)
 
 TestSuite(wait, .init = gate, .fini = down, .timeout = 240);
 
-/* A capability a run needs is missing: under CI=true a failure, else a skip. */
-static void missing(const char *what)
-{
-	const char *ci = getenv("CI");
-
-	if (ci && !strcmp(ci, "true"))
-		cr_assert_fail("%s is missing, and CI=true forbids skipping", what);
-	cr_skip_test("%s is missing; skipped", what);
-}
-
 static void up(const char *load_args)
 {
 	const char *b = getenv("LISM_BIN");
@@ -95,7 +85,7 @@ static void two_cpus(int cpu[2])
 		if (CPU_ISSET(i, &set))
 			cpu[n++] = i;
 	if (n < 2)
-		missing("a second CPU (the runs across CPUs)");
+		needs_missing("a second CPU (the runs across CPUs)");
 }
 
 static int rounds(void)
