@@ -465,7 +465,13 @@ static void result(struct side *s, char *line, size_t len)
 	struct tcp_info ti = { 0 };
 	socklen_t tl = sizeof(ti);
 
-	getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl); /* after the end of the stream: every doorbell is in */
+	struct pollfd fin = { .fd = s->fd, .events = POLLRDHUP };
+
+	/* the end of the stream a ring says can come before the peer's last
+	 * doorbells and FIN land (a spinning reader sees the header at once):
+	 * once the FIN is in, every doorbell is */
+	poll(&fin, 1, 10000);
+	getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl);
 	snprintf(line, len, "msgs %llu bytes %llu tcp %llu waits %llu long %llu spurious %llu", (unsigned long long)s->msgs,
 		 (unsigned long long)s->rx_bytes, (unsigned long long)ti.tcpi_bytes_received,
 		 (unsigned long long)s->waits, (unsigned long long)s->long_waits, (unsigned long long)s->spurious);
