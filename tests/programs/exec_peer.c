@@ -107,6 +107,14 @@ static int serve(int port, int nonblock)
 		end = errno == ECONNRESET ? "RESET" : strerror(errno);
 		break;
 	}
+	{
+		/* the ring's end of the stream can come before the last doorbells
+		 * and the FIN land (a spinning reader sees the header at once):
+		 * once the FIN is in, every doorbell is */
+		struct pollfd fin = { .fd = c, .events = POLLRDHUP };
+
+		poll(&fin, 1, 10000);
+	}
 	getsockopt(c, IPPROTO_TCP, TCP_INFO, &ti, &tl);
 	snprintf(line, sizeof(line), "%s bytes %llu tcp %llu end %s\n", bad ? "BAD" : "OK", bytes,
 		 (unsigned long long)ti.tcpi_bytes_received, end);
