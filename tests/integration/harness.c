@@ -22,6 +22,7 @@
 #include "cgroup.h"
 #include "conns.h"
 #include "feature.h"
+#include "broker.h"
 #include "harness.h"
 #include "lism/sender.h"
 #include "traffic.h"
@@ -86,6 +87,25 @@ int kernel_has(enum lism_feature f)
 		fclose(fp);
 	unlink(tmp);
 	return have[f] == '1';
+}
+
+unsigned long long line_field(const char *line, const char *name)
+{
+	const char *p = strstr(line, name);
+
+	cr_assert_not_null(p, "no '%s' in '%s'", name, line);
+	return strtoull(p + strlen(name), NULL, 10);
+}
+
+struct lism_device_totals device_totals_at(const char *socket_path)
+{
+	struct lism_device_report *r;
+	struct lism_device_totals t;
+
+	cr_assert_eq(lism_device_report(socket_path, &r), 0, "the device at %s answers no report", socket_path);
+	t = r->totals;
+	free(r);
+	return t;
 }
 
 void needs_missing(const char *what)

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "device.h"
+#include "lism/exec.h"
 #include "lism/feature.h"
 #include "lism/sender.h"
 
@@ -50,6 +51,12 @@ int kernel_has(enum lism_feature f);
  * a developer's machine, and failed under CI=true.
  */
 void needs(enum lism_feature f);
+
+/* The number after @name in a program's result line ("bytes 42 tcp 7"): fails if it is not there. */
+unsigned long long line_field(const char *line, const char *name);
+
+/* The counters of the lism exec device at @socket_path (its pairs' headers folded in now). */
+struct lism_device_totals device_totals_at(const char *socket_path);
 
 /* Something a test needs besides the kernel (a program, a second CPU) is
  * missing, @what saying which: failed under CI=true, else skipped. */

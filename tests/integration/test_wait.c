@@ -146,21 +146,12 @@ static int run_to_end(pid_t pid, int fd, char *buf, size_t len, int ms)
 
 static unsigned long long field(const char *line, const char *name)
 {
-	const char *p = strstr(line, name);
-
-	cr_assert_not_null(p, "no '%s' in '%s'", name, line);
-	return strtoull(p + strlen(name), NULL, 10);
+	return line_field(line, name);
 }
 
 static struct lism_device_totals device_totals(void)
 {
-	struct lism_device_report *r;
-	struct lism_device_totals t;
-
-	cr_assert_eq(lism_device_report(e.device, &r), 0);
-	t = r->totals;
-	free(r);
-	return t;
+	return device_totals_at(e.device);
 }
 
 enum { RING = 1, SMALL_RINGS = 2 };
