@@ -4,7 +4,9 @@
  * knows nothing of lism).  Its stream is a xorshift sequence the reader
  * regenerates, so every byte is checked where it lands.
  *
- *   exec-peer serve PORT [nonblock]   accept one connection, read to the end,
+ *   exec-peer serve PORT [nonblock]   accept one connection, read to the end
+ *                                     (nonblock: edge-triggered, pausing 20 ms
+ *                                     every 128 MiB),
  *                                     print "OK|BAD bytes N tcp T end EOF|RESET"
  *                                     and write it back, then close
  *   exec-peer send PORT BYTES [nonblock]   send BYTES, shut down writing, print
@@ -24,6 +26,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 struct gen {
@@ -91,6 +94,14 @@ static int serve(int port, int nonblock)
 			fill(&g, want, (size_t)r);
 			if (!bad && memcmp(buf, want, (size_t)r))
 				bad = 1;
+			/* a non-blocking reader lags now and then, as real ones do, so
+			 * that its writer fills the ring and goes on in runs (a reader
+			 * that spins on the ring may keep up with it otherwise) */
+			if (nonblock && (bytes >> 27) != ((bytes + (unsigned long long)r) >> 27)) {
+				struct timespec lag = { 0, 20 * 1000000L };
+
+				nanosleep(&lag, NULL);
+			}
 			bytes += (unsigned long long)r;
 			continue;
 		}
