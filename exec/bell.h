@@ -16,10 +16,12 @@
  *   above 0 leaves SILENT set until the take that crosses back: those bytes
  *   have no doorbell, and whoever cleared POLLING says so (recv reads them,
  *   a poll wrapper reports the socket readable).
- * - Every wait in the kernel for a ring socket's input clears POLLING first
- *   and reads the ring if bytes are there (lism_bell_poll_end), so a
- *   waiter that died spinning, or spins on another thread, never leaves a
- *   sleeper without its doorbell.
+ * - Every wait in the kernel for a ring socket's input counts itself in the
+ *   word (SLEEPERS) and clears POLLING in the same operation, and reads the
+ *   ring if bytes are there (lism_bell_sleep_begin); POLLING is never set
+ *   while a wait is counted.  So a spinner on another thread, even one
+ *   that never reads what it found, never leaves a sleeper without its
+ *   doorbell.
  *
  * Invariant (tests/unit/test_bell.c checks it over every interleaving of a
  * writer and two readers): doorbells on the socket plus those decided and
@@ -35,6 +37,8 @@
 
 #define LISM_BELL_BIAS    (1ull << 40)
 #define LISM_BELL_COUNT   ((1ull << 48) - 1)
+#define LISM_BELL_SLEEPER  (1ull << 48)  /* one wait asleep in the kernel for the ring's input */
+#define LISM_BELL_SLEEPERS (0xffull << 48) /* their count; all ones: saturated, for good */
 #define LISM_BELL_SILENT  (1ull << 61) /* bytes counted while POLLING, after it ended: no doorbell */
 #define LISM_BELL_POLLING (1ull << 62) /* a reader spins on the ring: crossings up ring nothing */
 #define LISM_BELL_FLAGS   (LISM_BELL_SILENT | LISM_BELL_POLLING)
@@ -51,7 +55,8 @@ static inline bool lism_bell_valid(__u64 w, __u32 size)
 {
 	__s64 u = lism_bell_unread(w);
 
-	return !(w & ~(LISM_BELL_COUNT | LISM_BELL_FLAGS)) && u >= -(__s64)size && u <= 2 * (__s64)size &&
+	return !(w & ~(LISM_BELL_COUNT | LISM_BELL_SLEEPERS | LISM_BELL_FLAGS)) && u >= -(__s64)size &&
+	       u <= 2 * (__s64)size &&
 	       (!(w & LISM_BELL_SILENT) || u > 0);
 }
 
@@ -77,10 +82,11 @@ static inline __u64 lism_bell_take(__u64 old, __u64 n, bool *owes)
 	return w;
 }
 
-/* A waiter starts spinning: the new word, @old itself when bytes are counted (read them first). */
+/* A waiter starts spinning: the new word; @old itself when bytes are
+ * counted (read them first) or a wait sleeps (no spin then). */
 static inline __u64 lism_bell_poll_begin(__u64 old)
 {
-	return lism_bell_unread(old) > 0 ? old : old | LISM_BELL_POLLING;
+	return lism_bell_unread(old) > 0 || (old & LISM_BELL_SLEEPERS) ? old : old | LISM_BELL_POLLING;
 }
 
 /* Spinning ends: the new word. */
@@ -90,6 +96,22 @@ static inline __u64 lism_bell_poll_end(__u64 old)
 		return old;
 	old &= ~LISM_BELL_POLLING;
 	return lism_bell_unread(old) > 0 ? old | LISM_BELL_SILENT : old;
+}
+
+/* A wait goes to sleep in the kernel: counted, and any spin ended, in one operation. */
+static inline __u64 lism_bell_sleep_begin(__u64 old)
+{
+	__u64 w = lism_bell_poll_end(old);
+
+	return (w & LISM_BELL_SLEEPERS) == LISM_BELL_SLEEPERS ? w : w + LISM_BELL_SLEEPER;
+}
+
+/* It woke (a saturated count stays: no spin on that ring again). */
+static inline __u64 lism_bell_sleep_end(__u64 old)
+{
+	__u64 n = old & LISM_BELL_SLEEPERS;
+
+	return n && n != LISM_BELL_SLEEPERS ? old - LISM_BELL_SLEEPER : old;
 }
 
 /* Bytes counted with no doorbell for them: the kernel will not say the socket is readable. */

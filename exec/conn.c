@@ -352,8 +352,7 @@ static int tcp_look(struct lism_conn *c, int fd, int wait)
 
 	if (wait) {
 		/* no sleep in the kernel over bytes a spin hid from it (bell.h) */
-		lism_conn_sleep_begin(c);
-		if (lism_ring_rx_poll_end(&c->map.rx)) {
+		if (lism_conn_sleep_begin(c)) {
 			lism_conn_sleep_end(c);
 			return 1;
 		}
@@ -456,27 +455,19 @@ static ssize_t recv_run(struct lism_conn *c, int fd, const struct iovec *iov, in
 
 bool lism_conn_spin_begin(struct lism_conn *c)
 {
-	if (__atomic_load_n(&c->shared, __ATOMIC_RELAXED) || !c->busy_us || sandboxed ||
-	    !lism_ring_rx_poll_begin(&c->map.rx))
-		return false;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&c->sleepers, __ATOMIC_RELAXED)) {
-		/* a wait sleeps in the kernel: no spin; bytes silent meanwhile are said by the caller */
-		(void)lism_ring_rx_poll_end(&c->map.rx);
-		return false;
-	}
-	return true;
+	/* refused while bytes are counted or a wait sleeps on the ring (bell.h) */
+	return !__atomic_load_n(&c->shared, __ATOMIC_RELAXED) && c->busy_us && !sandboxed &&
+	       lism_ring_rx_poll_begin(&c->map.rx);
 }
 
-void lism_conn_sleep_begin(struct lism_conn *c)
+bool lism_conn_sleep_begin(struct lism_conn *c)
 {
-	__atomic_add_fetch(&c->sleepers, 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return lism_ring_rx_sleep_begin(&c->map.rx);
 }
 
 void lism_conn_sleep_end(struct lism_conn *c)
 {
-	__atomic_sub_fetch(&c->sleepers, 1, __ATOMIC_RELAXED);
+	lism_ring_rx_sleep_end(&c->map.rx);
 }
 
 bool lism_conn_sandboxed(void)
@@ -532,8 +523,8 @@ static bool spin(struct lism_conn *c)
 		return false;
 	pthread_mutex_unlock(&c->rx_lock);
 	if (!lism_conn_spin_begin(c)) {
-		/* bytes counted already, or a sleeper: look again (its sleep ends spins) */
-		found = lism_conn_ready(c) || lism_ring_rx_poll_end(&c->map.rx);
+		/* bytes counted already (look again), or a wait sleeps on it (no spin) */
+		found = lism_conn_ready(c);
 		lock(c, &c->rx_lock);
 		return found;
 	}

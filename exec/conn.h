@@ -53,7 +53,6 @@ struct lism_conn {
 	int rx_err;              /* an error TCP said once (a reset), said once when the ring is read */
 	int nonblock;            /* O_NONBLOCK as the wrappers last set it; -1: not read yet */
 	int shared;              /* another process holds the ring too: no spinning (exec/spin.h) */
-	int sleepers;            /* waits asleep in the kernel for its input: no spinning meanwhile */
 	__u32 busy_us;           /* the spin bound of waits for this socket (exec/spin.h) */
 };
 
@@ -105,20 +104,20 @@ void lism_conn_sandbox(struct lism_conn *c, int fd);
  * Waits for input (exec/bell.h, exec/spin.h).  A poll wrapper spins on its
  * ring sockets between spin_begin (false: do not spin on this one) and
  * spin_end (true: bytes came with no doorbell, the socket is readable),
- * looking at lism_conn_ready; any wait in the kernel calls spin_end first.
+ * looking at lism_conn_ready; any wait in the kernel calls sleep_begin first.
  */
 bool lism_conn_spin_begin(struct lism_conn *c);
 bool lism_conn_spin_end(struct lism_conn *c);
 bool lism_conn_ready(struct lism_conn *c);
 
 /*
- * A wait goes to sleep in the kernel for @c's input (sleep_begin, after
- * which it ends every spin with spin_end) and wakes (sleep_end): while one
+ * A wait goes to sleep in the kernel for @c's input (sleep_begin: counted
+ * in the ring's doorbell word, every spin ended, in one operation; true if
+ * bytes came silent: say them instead) and wakes (sleep_end): while one
  * sleeps nobody spins on @c, since a spinner's silent bytes would never
- * wake it (exec/bell.h).  A full fence on each side: either the spinner
- * sees the sleeper, or the sleeper's spin_end ends its spin.
+ * wake it (exec/bell.h).
  */
-void lism_conn_sleep_begin(struct lism_conn *c);
+bool lism_conn_sleep_begin(struct lism_conn *c);
 void lism_conn_sleep_end(struct lism_conn *c);
 
 /*

@@ -189,13 +189,12 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 		if (!found)
 			lism_spin_relax(t, &yielded);
 	}
-	/* counted asleep first, then every spin ends (this one's, another
-	 * thread's: bell.h), so that nobody spins on a ring while this sleeps */
+	/* counted asleep on each ring, and every spin ended (this one's,
+	 * another thread's) in the same operation: nobody spins on a ring
+	 * while this sleeps, and bytes a spin hid are said here (bell.h) */
 	for (int i = 0; i < w->nr; i++)
-		lism_conn_sleep_begin(w->r[i].c);
+		found |= lism_conn_sleep_begin(w->r[i].c);
 	w->asleep = true;
-	for (int i = 0; i < w->nr; i++)
-		found |= lism_conn_spin_end(w->r[i].c);
 	if (spinning)
 		lism_spin_result(found, t, bound);
 	if (kn < 0) {

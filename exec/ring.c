@@ -495,6 +495,16 @@ bool lism_ring_rx_poll_end(struct lism_ring_rx *rx)
 	return lism_bell_silent(bell_change(rx, lism_bell_poll_end));
 }
 
+bool lism_ring_rx_sleep_begin(struct lism_ring_rx *rx)
+{
+	return lism_bell_silent(bell_change(rx, lism_bell_sleep_begin));
+}
+
+void lism_ring_rx_sleep_end(struct lism_ring_rx *rx)
+{
+	(void)bell_change(rx, lism_bell_sleep_end);
+}
+
 bool lism_ring_rx_ready(const struct lism_ring_dir *dir)
 {
 	/* only what the kernel would not say: bytes counted, and the writer's

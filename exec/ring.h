@@ -139,6 +139,12 @@ bool lism_ring_rx_close(struct lism_ring_rx *rx);
 bool lism_ring_rx_poll_begin(struct lism_ring_rx *rx);
 bool lism_ring_rx_poll_end(struct lism_ring_rx *rx);
 
+/* A wait about to sleep in the kernel for input counts itself and ends
+ * every spin (true: bytes came silent, read them instead); it wakes with
+ * sleep_end.  No spin begins while a wait is counted. */
+bool lism_ring_rx_sleep_begin(struct lism_ring_rx *rx);
+void lism_ring_rx_sleep_end(struct lism_ring_rx *rx);
+
 /* Whether the ring into an end says something to read now: bytes counted,
  * or the writer's end.  A hint from the shared header, without the
  * reader's lock (recv checks): what a spin looks at. */

@@ -400,7 +400,7 @@ Test(ring, a_doorbell_word_the_rule_cannot_make_resets)
 
 	pair_open(&p, 8);
 	cr_assert_eq(send_buf(&p.tx[0], "ab", 2), 2);
-	p.h->dir[1].prod.bell |= 1ull << 50;
+	p.h->dir[1].prod.bell |= 1ull << 58;
 	cr_assert_eq(recv_buf(&p.rx[1], out, 2, 0), -EPROTO, "a bit the rule never sets");
 	cr_assert_eq(send_buf(&p.tx[1], "ab", 2), 2);
 	p.h->dir[0].prod.bell = LISM_BELL_INIT + 100;
