@@ -475,11 +475,6 @@ bool lism_conn_sandboxed(void)
 	return sandboxed;
 }
 
-bool lism_conn_spin_end(struct lism_conn *c)
-{
-	return lism_ring_rx_poll_end(&c->map.rx);
-}
-
 bool lism_conn_ready(struct lism_conn *c)
 {
 	return (flags_now(c) & (LISM_CONN_ABORTED | LISM_CONN_RD_SHUT)) || lism_ring_rx_ready(c->map.rx.dir);
@@ -532,7 +527,7 @@ static bool spin(struct lism_conn *c)
 	while (!(found = lism_conn_ready(c)) && (t = lism_spin_now_ns() - t0) < budget)
 		lism_spin_relax(t, &yielded);
 	found |= lism_ring_rx_poll_end(&c->map.rx);
-	lism_spin_result(found, t, c->busy_us);
+	lism_spin_result(found, c->busy_us);
 	lock(c, &c->rx_lock);
 	return found;
 }

@@ -102,12 +102,12 @@ void lism_conn_sandbox(struct lism_conn *c, int fd);
 
 /*
  * Waits for input (exec/bell.h, exec/spin.h).  A poll wrapper spins on its
- * ring sockets between spin_begin (false: do not spin on this one) and
- * spin_end (true: bytes came with no doorbell, the socket is readable),
+ * ring sockets from spin_begin (false: do not spin on this one) until its
+ * sleep_begin (below), which ends the spin (true: bytes came with no
+ * doorbell, the socket is readable),
  * looking at lism_conn_ready; any wait in the kernel calls sleep_begin first.
  */
 bool lism_conn_spin_begin(struct lism_conn *c);
-bool lism_conn_spin_end(struct lism_conn *c);
 bool lism_conn_ready(struct lism_conn *c);
 
 /*

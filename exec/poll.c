@@ -75,7 +75,6 @@ struct ring {
 	struct lism_conn *c;
 	void *ref;
 	int at;       /* its pollfd, its fd (select), its registration (epoll) */
-	int spinning; /* spin_begin said yes */
 };
 
 #define LOCAL_RINGS 32
@@ -177,7 +176,7 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 	if (ms > 0 && budget > (__u64)ms * 1000000)
 		budget = (__u64)ms * 1000000; /* never past the caller's timeout */
 	for (int i = 0; budget && i < w->nr; i++)
-		spinning += w->r[i].spinning = lism_conn_spin_begin(w->r[i].c);
+		spinning += lism_conn_spin_begin(w->r[i].c);
 	while (spinning && !found && (t = lism_spin_now_ns() - t0) < budget) {
 		for (int i = 0; i < w->nr && !found; i++)
 			found = lism_conn_ready(w->r[i].c);
@@ -196,7 +195,7 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 		found |= lism_conn_sleep_begin(w->r[i].c);
 	w->asleep = true;
 	if (spinning)
-		lism_spin_result(found, t, bound);
+		lism_spin_result(found, bound);
 	if (kn < 0) {
 		n = kn;
 		goto out;

@@ -63,9 +63,8 @@ __u64 lism_spin_budget_ns(__u32 max_us)
 	return spin.budget_ns;
 }
 
-void lism_spin_result(bool found, __u64 spent_ns, __u32 max_us)
+void lism_spin_result(bool found, __u32 max_us)
 {
-	(void)spent_ns;
 	if (found) {
 		spin.budget_ns = (__u64)max_us * 1000;
 		spin.misses = spin.skip = 0;

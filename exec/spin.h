@@ -45,8 +45,8 @@ __u32 lism_spin_bound_us(int fd);
 /* This thread's spin for a wait whose bound is @max_us: nanoseconds, 0 for none. */
 __u64 lism_spin_budget_ns(__u32 max_us);
 
-/* The spin ended: it @found something after @spent_ns. */
-void lism_spin_result(bool found, __u64 spent_ns, __u32 max_us);
+/* The spin ended: it @found something, or not. */
+void lism_spin_result(bool found, __u32 max_us);
 
 /* The clock the spin reads. */
 __u64 lism_spin_now_ns(void);

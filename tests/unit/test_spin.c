@@ -15,13 +15,13 @@ Test(spin, a_spin_that_pays_keeps_its_bound_and_one_that_does_not_halves_it)
 
 	cr_assert_eq(lism_spin_budget_ns(0), 0, "a bound of 0 never spins");
 	cr_assert_eq(lism_spin_budget_ns(max), 40000);
-	lism_spin_result(true, 3000, max);
+	lism_spin_result(true, max);
 	cr_assert_eq(lism_spin_budget_ns(max), 40000, "found: the whole bound again");
-	lism_spin_result(false, 40000, max);
+	lism_spin_result(false, max);
 	cr_assert_eq(lism_spin_budget_ns(max), 20000, "a miss halves it");
-	lism_spin_result(false, 20000, max);
+	lism_spin_result(false, max);
 	cr_assert_eq(lism_spin_budget_ns(max), 10000);
-	lism_spin_result(true, 100, max);
+	lism_spin_result(true, max);
 	cr_assert_eq(lism_spin_budget_ns(max), 40000, "a find restores it");
 }
 
@@ -31,19 +31,19 @@ Test(spin, an_idle_thread_stops_spinning_for_longer_and_longer)
 	int spins = 0, waits = 0;
 
 	for (int miss = 0; miss < 3; miss++)
-		lism_spin_result(false, lism_spin_budget_ns(max), max);
+		lism_spin_result(false, max);
 	/* below the floor: 1 wait without a spin, then the bound; then 2 ... */
 	for (waits = 0; waits < 20000; waits++) {
 		__u64 b = lism_spin_budget_ns(max);
 
 		if (b) {
 			spins++;
-			lism_spin_result(false, b, max);
+			lism_spin_result(false, max);
 		}
 	}
 	cr_assert_lt(spins, 20000 / 50, "an idle thread spun on %d of %d waits", spins, waits);
 	cr_assert_gt(spins, 10, "it still tries the bound now and then (%d)", spins);
-	lism_spin_result(true, 10, max);
+	lism_spin_result(true, max);
 	cr_assert_eq(lism_spin_budget_ns(max), 8000, "once a spin pays, the whole bound");
 }
 
