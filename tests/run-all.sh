@@ -6,6 +6,8 @@ build=${1:-build}
 export LISM_BIN
 LISM_BIN=$(cd "$build" && pwd)/lism
 passed=0 failed=0 status=0
+# What failed, repeated at the end: CI keeps only the output's tail.
+recap=()
 # make vmtest's smoke set in CI, each a Criterion filter run on its own: the degraded paths,
 # pairing and fallback, the table and its reapers, the scope, the views and the daemon, the
 # command line, and streams through loopback and a DNAT'ed Service (through the shortcut where
@@ -18,6 +20,18 @@ VMTEST_SMOKE+=' shortcut/through_dnat_service_vip shortcut/closes_the_handshake_
 outf=$(mktemp /tmp/lism-run-all.XXXXXX)
 trap 'rm -f "$outf"' EXIT
 
+# A suite's failed tests and the first failed assertion of each, for the recap.
+remember() { # name, output
+	local l
+	while IFS= read -r l; do
+		recap+=("$1: ${l:0:300}")
+	done < <(printf '%s\n' "$2" | awk '/Synthesis:/ { next }
+		/Assertion Failed/ { print; more = 2; next }
+		more > 0 && /^\[----\]  / { print; more--; next }
+		{ more = 0 }
+		/^\[FAIL\]|CRASH|: FAILED|^vmtest-fail:/' | head -30)
+}
+
 run() { # name, command...
 	local name=$1 out
 	shift
@@ -26,10 +40,12 @@ run() { # name, command...
 	local rc=$?
 	out=$(cat "$outf")
 	printf '%s\n' "$out" | grep -vE '^\[----\] *$'
+	remember "$name" "$out"
 	local syn
 	syn=$(printf '%s\n' "$out" | grep 'Synthesis:' | tail -1)
 	if [ -z "$syn" ]; then
 		echo "$name: no Criterion synthesis (exit $rc)"
+		recap+=("$name: no Criterion synthesis (exit $rc)")
 		failed=$((failed + 1))
 		status=1
 		return
@@ -44,11 +60,13 @@ run() { # name, command...
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && [ "$c" -eq 0 ]; then
 		# the summary line must not say 0 failed for a suite that failed
 		echo "$name: exit $rc with no failing test: counted as a failure"
+		recap+=("$name: exit $rc with no failing test: counted as a failure")
 		failed=$((failed + 1))
 	fi
 	# LeakSanitizer reports at worker exit, after Criterion took the test's result
 	if printf '%s\n' "$out" | grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:'; then
 		echo "$name: sanitizer report above: counted as a failure"
+		recap+=("$name: sanitizer report above: counted as a failure")
 		failed=$((failed + 1))
 		status=1
 	fi
@@ -63,9 +81,11 @@ run_counted() { # name, command...
 	rc=$?
 	out=$(cat "$outf")
 	printf '%s\n' "$out"
+	remember "$name" "$out"
 	line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
 	if [ -z "$line" ]; then
 		echo "$name: no result line (exit $rc)"
+		recap+=("$name: no result line (exit $rc)")
 		failed=$((failed + 1))
 		status=1
 		return
@@ -75,6 +95,7 @@ run_counted() { # name, command...
 	[ "$rc" -eq 0 ] || status=1
 	if [ "$rc" -ne 0 ] && [ "$(cut -d' ' -f3 <<<"$line")" -eq 0 ]; then
 		echo "$name: exit $rc with no failing test: counted as a failure"
+		recap+=("$name: exit $rc with no failing test: counted as a failure")
 		failed=$((failed + 1))
 	fi
 }
@@ -94,6 +115,7 @@ for t in option cli ring; do
 	else
 		printf '%s\n' "$out" | tail -30
 		echo "fuzz $t: FAILED (exit $rc)"
+		recap+=("fuzz $t: FAILED (exit $rc)")
 		failed=$((failed + 1))
 		status=1
 	fi
@@ -110,6 +132,10 @@ else
 	# TCG run the whole suite several times slower than this host, so CI runs
 	# a smoke set of each there (the whole suite ran above, on this kernel).
 	VMTEST_SUITES=${VMTEST_SUITES:-$VMTEST_SMOKE} run_counted vmtest tests/vm/vmtest.sh "$build"
+fi
+if [ ${#recap[@]} -gt 0 ]; then
+	echo "== what failed"
+	printf '%s\n' "${recap[@]}"
 fi
 echo "$passed passed, $failed failed"
 exit $status
