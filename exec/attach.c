@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
@@ -97,7 +98,7 @@ int lism_exec_ask(const char *device_path, __u32 op, int fd, struct lism_device_
 		m.msg_controllen = 0;
 	}
 	do
-		n = sendmsg(s, &m, MSG_NOSIGNAL);
+		n = syscall(SYS_sendmsg, s, &m, MSG_NOSIGNAL); /* not liblism's own sendmsg (exec/preload.c) */
 	while (n < 0 && errno == EINTR);
 	if (n != sizeof(req)) {
 		err = n < 0 ? -errno : -EPROTO;
@@ -107,7 +108,7 @@ int lism_exec_ask(const char *device_path, __u32 op, int fd, struct lism_device_
 	m = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	memset(cbuf, 0, sizeof(cbuf));
 	do
-		n = recvmsg(s, &m, MSG_CMSG_CLOEXEC);
+		n = syscall(SYS_recvmsg, s, &m, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	/* exactly one fd is an answer; any other count is closed and refused */
 	if (n >= 0)

@@ -16,6 +16,13 @@
  *   above 0 leaves SILENT set until the take that crosses back: those bytes
  *   have no doorbell, and whoever cleared POLLING says so (recv reads them,
  *   a poll wrapper reports the socket readable).
+ * - A reader that looks at the ring before any wait of its own sleeps (a
+ *   process whose every wait on the socket is this library's) may set
+ *   POLLING in the take that empties the ring (lism_bell_take_look), and
+ *   leave it set while the application runs: the writer's next crossing
+ *   is silent too, and the reader's next wait finds the bytes there (its
+ *   sleep_begin ends POLLING).  Request/response then rings no doorbell
+ *   while both ends are busy.
  * - Every wait in the kernel for a ring socket's input counts itself in the
  *   word (SLEEPERS) and clears POLLING in the same operation, and reads the
  *   ring if bytes are there (lism_bell_sleep_begin); POLLING is never set
@@ -87,6 +94,13 @@ static inline __u64 lism_bell_take(__u64 old, __u64 n, bool *owes)
 static inline __u64 lism_bell_poll_begin(__u64 old)
 {
 	return lism_bell_unread(old) > 0 || (old & LISM_BELL_SLEEPERS) ? old : old | LISM_BELL_POLLING;
+}
+
+/* The take of a reader that looks before it sleeps: POLLING set as
+ * poll_begin would, in the same operation. */
+static inline __u64 lism_bell_take_look(__u64 old, __u64 n, bool *owes)
+{
+	return lism_bell_poll_begin(lism_bell_take(old, n, owes));
 }
 
 /* Spinning ends: the new word. */

@@ -163,9 +163,11 @@ void lism_conn_set_nonblock(struct lism_conn *c, int on)
 
 void lism_conn_sandbox(struct lism_conn *c, int fd)
 {
-	if (c)
+	if (c) {
 		(void)nonblocking(c, fd, 0); /* fcntl: asked now, while it may be */
-	else
+		/* the sandbox's waits look at no ring: its doorbells ring from now on */
+		(void)lism_ring_rx_poll_end(&c->map.rx);
+	} else
 		sandboxed = 1;
 }
 
@@ -480,6 +482,32 @@ bool lism_conn_ready(struct lism_conn *c)
 	return (flags_now(c) & (LISM_CONN_ABORTED | LISM_CONN_RD_SHUT)) || lism_ring_rx_ready(c->map.rx.dir);
 }
 
+bool lism_conn_says(struct lism_conn *c, int fd)
+{
+	int err, inq = 0;
+	bool says = true, final;
+	ssize_t n, left;
+
+	if (!lism_conn_ready(c))
+		return false;
+	if (flags_now(c) & (LISM_CONN_ABORTED | LISM_CONN_RD_SHUT))
+		return true;
+	err = pthread_mutex_trylock(&c->rx_lock);
+	if (err && err != EOWNERDEAD)
+		return true; /* a recv is at it: it says what is there */
+	if (err == EOWNERDEAD) {
+		pthread_mutex_consistent(&c->rx_lock);
+		__atomic_or_fetch(&c->flags, LISM_CONN_ABORTED, __ATOMIC_RELEASE);
+	} else if (!(n = lism_ring_unread(&c->map.rx)) && c->map.rx.in_run &&
+		   (left = lism_ring_run_left(&c->map.rx, &final)) > 0) {
+		/* at a run whose bytes TCP has not brought yet (the ring's after
+		 * it are counted): the kernel says the socket readable when they land */
+		says = !syscall(SYS_ioctl, fd, SIOCINQ, &inq) && (__u64)inq > c->map.rx.run_bells - c->map.rx.eaten;
+	}
+	pthread_mutex_unlock(&c->rx_lock);
+	return says;
+}
+
 bool lism_conn_kernel_says(struct lism_conn *c, int fd)
 {
 	int err = pthread_mutex_trylock(&c->rx_lock), ev = 1;
@@ -498,9 +526,22 @@ bool lism_conn_kernel_says(struct lism_conn *c, int fd)
 	return ev != 0;
 }
 
-void lism_conn_set_shared(struct lism_conn *c)
+bool lism_conn_set_shared(struct lism_conn *c)
 {
+	bool silent;
+
 	__atomic_store_n(&c->shared, 1, __ATOMIC_RELAXED);
+	/* a wait elsewhere may not look at the ring: its doorbells ring from
+	 * now on; under the rx lock, so that no take in flight looks again */
+	lock(c, &c->rx_lock);
+	silent = lism_ring_rx_poll_end(&c->map.rx);
+	pthread_mutex_unlock(&c->rx_lock);
+	return silent;
+}
+
+bool lism_conn_silent(struct lism_conn *c)
+{
+	return lism_ring_rx_silent(&c->map.rx);
 }
 
 /*
@@ -532,6 +573,32 @@ static bool spin(struct lism_conn *c)
 	return found;
 }
 
+static int readers_look; /* lism_conn_readers_look */
+
+void lism_conn_readers_look(void)
+{
+	const char *e = getenv("LISM_READER_LOOKS");
+
+	__atomic_store_n(&readers_look, !(e && !strcmp(e, "0")), __ATOMIC_RELAXED);
+}
+
+bool lism_conn_readers_looking(void)
+{
+	return __atomic_load_n(&readers_look, __ATOMIC_RELAXED) && !sandboxed;
+}
+
+/*
+ * Whether this reader looks at the ring before any of its waits sleeps
+ * (bell.h, lism_bell_take_look): the process's waits are liblism's
+ * (lism_conn_readers_look), one process alone holds the socket, and no
+ * sandbox.
+ */
+static bool looks(struct lism_conn *c)
+{
+	return __atomic_load_n(&readers_look, __ATOMIC_RELAXED) && !__atomic_load_n(&c->shared, __ATOMIC_RELAXED) &&
+	       !sandboxed;
+}
+
 /* lism_conn_recv with the rx lock held (released while it sleeps). */
 static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
@@ -558,7 +625,7 @@ static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov,
 			vn = iov_skip(iov, iovcnt, got, rest, 64);
 			v = rest;
 		}
-		r = lism_ring_recv(&c->map.rx, v, vn, peek ? LISM_RING_PEEK : 0);
+		r = lism_ring_recv(&c->map.rx, v, vn, peek ? LISM_RING_PEEK : looks(c) ? LISM_RING_LOOK : 0);
 		if (r == -EXDEV) {
 			r = recv_run(c, fd, v, vn, flags);
 			if (r == 0)

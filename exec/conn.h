@@ -111,6 +111,13 @@ bool lism_conn_spin_begin(struct lism_conn *c);
 bool lism_conn_ready(struct lism_conn *c);
 
 /*
+ * Whether a wait says @fd readable from its ring: lism_conn_ready, unless
+ * its reader is at a run whose bytes TCP has not brought yet (a recv would
+ * say EAGAIN; the kernel says the socket readable when they land).
+ */
+bool lism_conn_says(struct lism_conn *c, int fd);
+
+/*
  * A wait goes to sleep in the kernel for @c's input (sleep_begin: counted
  * in the ring's doorbell word, every spin ended, in one operation; true if
  * bytes came silent: say them instead) and wakes (sleep_end): while one
@@ -132,8 +139,28 @@ bool lism_conn_kernel_says(struct lism_conn *c, int fd);
 /* Whether the process took a seccomp filter (lism_conn_sandbox): no spin, no wrapper's own syscalls. */
 bool lism_conn_sandboxed(void);
 
-/* Another process holds the ring too (fork, exec): its waits never spin. */
-void lism_conn_set_shared(struct lism_conn *c);
+/*
+ * A wait this library does not make may watch the ring (another process
+ * holds it too, after fork or exec; EPOLLONESHOT; a process whose waits
+ * it cannot follow): no spin and no look from now on.  True if bytes are
+ * counted silent now (bell.h): the kernel will not say them readable
+ * until their reader empties the ring (lism_conn_silent).
+ */
+bool lism_conn_set_shared(struct lism_conn *c);
+
+/*
+ * The process's waits are this library's (liblism.so interposes them):
+ * a reader that empties its ring leaves the writer's doorbells silent
+ * until its next wait (bell.h, lism_bell_take_look), unless
+ * $LISM_READER_LOOKS is 0 (the bench's ablation).  Off by default: a
+ * program that links these files and waits in the kernel itself would
+ * lose its wakeups.
+ */
+void lism_conn_readers_look(void);
+/* Whether they do (and the process is not sandboxed): a spin that found
+ * bytes may leave its POLLING set too. */
+bool lism_conn_readers_looking(void);
+bool lism_conn_silent(struct lism_conn *c);
 
 /* $LISM_EXEC_DEBUG set: say on stderr why a connection failed (a reset, a broken pipe). */
 void lism_exec_debug(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -16,13 +16,22 @@
  *   or its writer's end: level-triggered, whenever that holds; edge-
  *   triggered (EPOLLET), only when the ring moved since it was last said.
  *   An event the kernel also returned is merged into one.
+ * - A wait that finds a ring ready asks the kernel only if its thread last
+ *   did LISM_SPIN_KERNEL_NS ago or more (exec/spin.h): a busy loop's other
+ *   fds are looked at that often, not at every wait.
  * - epoll: every registration is kept per epoll fd (its data may be a ring
  *   socket's too: then the kernel's event is not filtered); those with
- *   EPOLLIN of ring sockets are spun on.  A socket registered EPOLLONESHOT
- *   or EPOLLEXCLUSIVE stays the kernel's alone and is never spun on (no
- *   wait of this library would say its silent bytes).  An epoll fd made
- *   before an exec, or registered through a dup of its number, is waited
- *   on as the kernel's alone.
+ *   EPOLLIN of ring sockets are spun on (EPOLLEXCLUSIVE too: several sets
+ *   may say one event, as the kernel may).  A socket registered
+ *   EPOLLONESHOT is the kernel's alone from then on, never spun on nor
+ *   looked at (bell.h); bytes it had with no doorbell are said by a
+ *   stand-in (oneshot_ctl).
+ * - Readers look (bell.h, lism_bell_take_look) only while this library
+ *   sees every wait of the process: an epoll fd it did not make (made
+ *   before an exec, a dup of one), or one of its epoll fds waited on inside
+ *   another wait (nested in an epoll set, in poll or select), turns looks
+ *   and spins off for every ring of the process, for good
+ *   (lism_fd_unseen_wait).
  * - ppoll, pselect, epoll_pwait and epoll_pwait2 (a signal mask) do not
  *   spin, but end any spin and say hidden bytes before they sleep; nor does
  *   any wait under a seccomp sandbox (exec/conn.h), which asks the kernel
@@ -38,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -54,6 +64,8 @@ static struct {
 	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
+	int (*epoll_create)(int);
+	int (*epoll_create1)(int);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
@@ -63,11 +75,14 @@ static struct {
 static void resolve(void)
 {
 #define R(name) real.name = dlsym(RTLD_NEXT, #name)
-	R(poll); R(ppoll); R(select); R(pselect); R(epoll_ctl); R(epoll_wait); R(epoll_pwait); R(epoll_pwait2);
+	R(poll); R(ppoll); R(select); R(pselect); R(epoll_create); R(epoll_create1); R(epoll_ctl); R(epoll_wait); R(epoll_pwait); R(epoll_pwait2);
 #undef R
 }
 
 #define REAL(name) (real.name ? real.name : (resolve(), real.name))
+
+/* An epoll fd of this image waited on inside another wait (defined with the epoll sets). */
+static void nested_wait(int fd);
 
 /* ---- the rings a wait watches ---- */
 
@@ -79,10 +94,13 @@ struct ring {
 
 #define LOCAL_RINGS 32
 
+/* the kernel's wait not asked: its outputs say nothing (rings are ready, and it was asked lately) */
+#define KERNEL_SKIP (-2)
+
 struct waiter {
 	struct ring *r;
 	int nr, cap;
-	/* the kernel's wait with @ms (0: none; -1: forever): events, or -1 and errno */
+	/* the kernel's wait with @ms (0: none; -1: forever; KERNEL_SKIP): events, or -1 and errno */
 	int (*kernel)(struct waiter *w, int ms);
 	/* the rings' readiness merged into the kernel's @n events: the total */
 	int (*say)(struct waiter *w, int n);
@@ -109,7 +127,9 @@ static int waiter_add(struct waiter *w, int fd, int at)
 
 		if (!r) {
 			lism_fd_put(ref);
-			return -ENOMEM; /* the rings so far are spun on; the rest are the kernel's */
+			/* the rings so far are spun on; the rest are the kernel's, which looks at no ring */
+			lism_fd_unseen_wait("no memory for a wait's rings");
+			return -ENOMEM;
 		}
 		if (w->r == w->local)
 			memcpy(r, w->local, sizeof(w->local));
@@ -156,14 +176,34 @@ static void waiter_cleanup(void *arg)
  * The wait (rules above): the kernel's count with the rings' merged in,
  * or -1 and errno.  @spin: whether it may spin (no signal mask, no sandbox).
  */
+static __thread __u64 kernel_asked; /* when this thread's waits last asked the kernel */
+
+/* Whether the other fds are due a look at @now (exec/spin.h, lism_spin_kernel_ns). */
+static bool kernel_due(__u64 now)
+{
+	return now - kernel_asked >= lism_spin_kernel_ns();
+}
+
+static int kernel_look(struct waiter *w, __u64 now)
+{
+	kernel_asked = now;
+	return w->kernel(w, 0);
+}
+
 static int wait_rings(struct waiter *w, int ms, bool spin)
 {
-	__u64 t0 = lism_spin_now_ns(), budget = 0, t = 0, yielded = 0, asked = 0;
+	__u64 t0 = lism_spin_now_ns(), budget = 0, t = 0, yielded = 0;
 	__u32 bound = 0;
 	int n, kn = 0, spinning = 0;
 	bool found = false;
 
-	n = w->kernel(w, 0);
+	/* the other fds were looked at lately: they wait for the next look (a
+	 * syscall saved per wait of a busy loop), unless the wait must answer
+	 * now (ms 0) and no ring is ready */
+	for (int i = 0; spin && !ms && i < w->nr && !found; i++)
+		found = lism_conn_ready(w->r[i].c);
+	n = spin && !kernel_due(t0) && (found || ms) ? w->kernel(w, KERNEL_SKIP) : kernel_look(w, t0);
+	found = false;
 	if (n < 0)
 		return n;
 	n = w->say(w, n);
@@ -180,13 +220,22 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 	while (spinning && !found && (t = lism_spin_now_ns() - t0) < budget) {
 		for (int i = 0; i < w->nr && !found; i++)
 			found = lism_conn_ready(w->r[i].c);
-		if (!found && t - asked >= LISM_SPIN_KERNEL_NS) {
-			asked = t;
-			kn = w->kernel(w, 0); /* the other fds, now and then */
+		if (!found && kernel_due(t0 + t)) {
+			kn = kernel_look(w, t0 + t); /* the other fds, now and then */
 			found = kn != 0; /* events, or an error (EINTR: a signal came, as to any wait) */
 		}
 		if (!found)
 			lism_spin_relax(t, &yielded);
+	}
+	if (spinning)
+		lism_spin_result(found, bound);
+	if (found && kn >= 0 && lism_conn_readers_looking()) {
+		/* the process looks before it sleeps (bell.h): its spins' POLLING
+		 * stays, and the next write to these rings is silent too */
+		t = lism_spin_now_ns();
+		n = kn > 0 ? kn : kernel_due(t) ? kernel_look(w, t) : w->kernel(w, KERNEL_SKIP);
+		if (n < 0 || (n = w->say(w, n)))
+			return n;
 	}
 	/* counted asleep on each ring, and every spin ended (this one's,
 	 * another thread's) in the same operation: nobody spins on a ring
@@ -194,15 +243,14 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 	for (int i = 0; i < w->nr; i++)
 		found |= lism_conn_sleep_begin(w->r[i].c);
 	w->asleep = true;
-	if (spinning)
-		lism_spin_result(found, bound);
 	if (kn < 0) {
 		n = kn;
 		goto out;
 	}
 	if (found) {
 		/* what the kernel said in the spin is taken (an edge): said now, with the rings */
-		n = kn > 0 ? kn : w->kernel(w, 0);
+		t = lism_spin_now_ns();
+		n = kn > 0 ? kn : !spin || kernel_due(t) ? kernel_look(w, t) : w->kernel(w, KERNEL_SKIP);
 		if (n < 0 || (n = w->say(w, n)))
 			goto out;
 	}
@@ -249,6 +297,11 @@ static int poll_kernel(struct waiter *w, int ms)
 {
 	struct poll_args *a = w->arg;
 
+	if (ms == KERNEL_SKIP) {
+		for (nfds_t i = 0; i < a->nfds; i++)
+			a->fds[i].revents = 0;
+		return 0;
+	}
 	if (!ms && lism_conn_sandboxed())
 		return REAL(poll)(a->fds, a->nfds, 0); /* what the program calls is what its filter allows */
 	if (!ms) { /* syscall(2): no cancellation point in a spin */
@@ -274,7 +327,7 @@ static int poll_say(struct waiter *w, int n)
 	for (int i = 0; i < w->nr; i++) {
 		struct pollfd *p = &a->fds[w->r[i].at];
 
-		if (!lism_conn_ready(w->r[i].c)) {
+		if (!lism_conn_says(w->r[i].c, p->fd)) {
 			if ((p->revents & (POLLIN | POLLRDNORM)) && !lism_conn_kernel_says(w->r[i].c, p->fd)) {
 				p->revents &= (short)~(POLLIN | POLLRDNORM);
 				n -= !p->revents;
@@ -293,9 +346,13 @@ static int poll_rings(struct pollfd *fds, nfds_t nfds, int ms, const struct time
 	struct waiter w = { .kernel = poll_kernel, .say = poll_say, .arg = &a };
 	int n;
 
-	for (nfds_t i = 0; i < nfds; i++)
-		if ((fds[i].events & (POLLIN | POLLRDNORM)) && fds[i].fd >= 0 && waiter_add(&w, fds[i].fd, (int)i))
+	for (nfds_t i = 0; i < nfds; i++) {
+		if (fds[i].fd < 0)
+			continue;
+		nested_wait(fds[i].fd);
+		if ((fds[i].events & (POLLIN | POLLRDNORM)) && waiter_add(&w, fds[i].fd, (int)i))
 			break;
+	}
 	if (!w.nr) {
 		waiter_done(&w);
 		return mask ? REAL(ppoll)(fds, nfds, ts, mask) : REAL(poll)(fds, nfds, ms);
@@ -371,8 +428,10 @@ static int select_kernel(struct waiter *w, int ms)
 	struct select_args *a = w->arg;
 
 	for (int i = 0; i < 3; i++)
-		if (a->sets[i])
-			memcpy(a->sets[i], a->in[i], a->bytes); /* select writes its sets */
+		if (a->sets[i]) /* select writes its sets */
+			ms == KERNEL_SKIP ? memset(a->sets[i], 0, a->bytes) : memcpy(a->sets[i], a->in[i], a->bytes);
+	if (ms == KERNEL_SKIP)
+		return 0;
 	if (!ms && lism_conn_sandboxed()) {
 		struct timeval zero = { 0, 0 };
 
@@ -398,7 +457,7 @@ static int select_say(struct waiter *w, int n)
 	for (int i = 0; i < w->nr; i++) {
 		int fd = w->r[i].at;
 
-		if (!lism_conn_ready(w->r[i].c)) {
+		if (!lism_conn_says(w->r[i].c, fd)) {
 			if (n > 0 && bit_isset(a->sets[0], fd) && !lism_conn_kernel_says(w->r[i].c, fd)) {
 				bit_set(a->sets[0], fd, false);
 				n--;
@@ -428,9 +487,13 @@ static int select_rings(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int ms, co
 	__u64 t0 = lism_spin_now_ns();
 	int n;
 
-	for (int fd = 0; rd && fd < nfds; fd++)
-		if (bit_isset(rd, fd) && waiter_add(&w, fd, fd))
+	for (int fd = 0; rd && fd < nfds; fd++) {
+		if (!bit_isset(rd, fd))
+			continue;
+		nested_wait(fd);
+		if (waiter_add(&w, fd, fd))
 			break;
+	}
 	if (!w.nr) {
 		waiter_done(&w);
 		if (mask || ts)
@@ -486,10 +549,12 @@ struct reg {
 	int ring_at; /* its place in rings[]: a ring socket's spun on; -1 */
 	__u64 data;
 	__u64 said;  /* EPOLLET: the ring's producer and state when it was last said */
+	int standin; /* EPOLLONESHOT over silent bytes: the eventfd in the kernel's set for it; -1 */
 };
 
 struct eset {
 	pthread_mutex_t lock;
+	int made;        /* by this image's epoll_create (an epoll fd it can follow), and not closed since */
 	int cap;         /* of by_fd */
 	struct reg *by_fd;
 	int nring, ring_cap;
@@ -539,11 +604,21 @@ static void ring_drop(struct eset *s, int fd)
 	__atomic_sub_fetch(&regs, 1, __ATOMIC_RELAXED);
 }
 
+/* The stand-in goes: closed, so out of the kernel's set too. */
+static void standin_drop(struct reg *r)
+{
+	if (r->standin >= 0) {
+		syscall(SYS_close, r->standin);
+		r->standin = -1;
+	}
+}
+
 static void eset_del(struct eset *s, int fd)
 {
 	if (fd < 0 || fd >= s->cap || !s->by_fd[fd].used)
 		return;
 	ring_drop(s, fd);
+	standin_drop(&s->by_fd[fd]);
 	s->by_fd[fd].used = 0;
 }
 
@@ -558,10 +633,13 @@ static void eset_put(struct eset *s, int fd, const struct epoll_event *ev, bool 
 		int cap = fd + 1 > 2 * s->cap ? fd + 1 : 2 * s->cap;
 		struct reg *g = realloc(s->by_fd, (size_t)cap * sizeof(*g));
 
-		if (!g)
-			return; /* not spun on: the kernel's readiness alone, still right */
+		if (!g) {
+			if (ring) /* not spun on: the kernel's readiness alone, which looks at no ring */
+				lism_fd_unseen_wait("no memory for an epoll registration");
+			return;
+		}
 		for (int i = s->cap; i < cap; i++)
-			g[i] = (struct reg){ .ring_at = -1 };
+			g[i] = (struct reg){ .ring_at = -1, .standin = -1 };
 		s->by_fd = g;
 		s->cap = cap;
 	}
@@ -580,8 +658,10 @@ static void eset_put(struct eset *s, int fd, const struct epoll_event *ev, bool 
 		int cap = s->ring_cap ? 2 * s->ring_cap : 16;
 		int *g = realloc(s->rings, (size_t)cap * sizeof(*g));
 
-		if (!g)
+		if (!g) {
+			lism_fd_unseen_wait("no memory for an epoll registration");
 			return;
+		}
 		s->rings = g;
 		s->ring_cap = cap;
 	}
@@ -606,6 +686,7 @@ void lism_poll_forget(int fd)
 	if (fd >= 0 && fd < ESETS && (s = __atomic_load_n(&esets[fd], __ATOMIC_ACQUIRE))) {
 		/* the epoll fd itself: emptied, kept (a wait on it may still hold it) */
 		pthread_mutex_lock(&s->lock);
+		__atomic_store_n(&s->made, 0, __ATOMIC_RELAXED); /* its number may be a dup's next */
 		for (int i = 0; i < s->cap; i++)
 			eset_del(s, i);
 		pthread_mutex_unlock(&s->lock);
@@ -621,23 +702,128 @@ void lism_poll_forget(int fd)
 	}
 }
 
+static bool made_here(struct eset *s)
+{
+	return s && __atomic_load_n(&s->made, __ATOMIC_RELAXED);
+}
+
+static void nested_wait(int fd)
+{
+	if (fd >= 0 && fd < ESETS && made_here(__atomic_load_n(&esets[fd], __ATOMIC_ACQUIRE)))
+		lism_fd_unseen_wait("an epoll fd waited on inside another wait");
+}
+
+static int made(int epfd)
+{
+	struct eset *s = epfd >= 0 ? eset_of(epfd, true) : NULL;
+
+	if (s)
+		__atomic_store_n(&s->made, 1, __ATOMIC_RELAXED);
+	return epfd;
+}
+
+EXPORT int epoll_create(int size)
+{
+	return made(REAL(epoll_create)(size));
+}
+
+EXPORT int epoll_create1(int flags)
+{
+	return made(REAL(epoll_create1)(flags));
+}
+
+/*
+ * EPOLLONESHOT on a ring socket: the kernel's alone from then on (no spin,
+ * no look), but bytes counted before may be silent (bell.h), and the
+ * kernel would not say them.  While they are, an eventfd that is always
+ * readable stands in for the socket in the kernel's set, with its events
+ * and data: the wait that takes the shot reads the ring, as it would have
+ * for a doorbell.  A MOD re-arms the stand-in while they still are, else
+ * puts the socket itself in; a DEL, a close of either fd, or the socket's
+ * own registration ends it.  Called with @s locked.
+ */
+static int oneshot_ctl(struct eset *s, int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct reg *r = fd < s->cap && s->by_fd[fd].used ? &s->by_fd[fd] : NULL;
+	bool silent;
+	int e;
+
+	if (op == EPOLL_CTL_ADD && r) {
+		errno = EEXIST;
+		return -1;
+	}
+	if (op == EPOLL_CTL_MOD && !r)
+		return REAL(epoll_ctl)(epfd, op, fd, ev); /* the kernel's answer (ENOENT) */
+	silent = lism_fd_kernel_alone(fd) && (ev->events & (EPOLLIN | EPOLLRDNORM));
+	if (r && r->standin >= 0) {
+		if (silent) /* still: the stand-in again */
+			return REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, r->standin, ev) ? -1 : (eset_put(s, fd, ev, false), 0);
+		standin_drop(r);
+		op = EPOLL_CTL_ADD; /* the socket was never in the kernel's set */
+	} else if (silent) {
+		if (op == EPOLL_CTL_MOD && REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, NULL))
+			return -1;
+		e = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (e < 0 || REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, e, ev)) {
+			int saved = errno;
+
+			if (e >= 0)
+				syscall(SYS_close, e);
+			errno = saved;
+			return -1;
+		}
+		eset_put(s, fd, ev, false);
+		s->by_fd[fd].standin = e;
+		lism_exec_debug(fd, "EPOLLONESHOT over bytes with no doorbell: eventfd %d stands in for it", e);
+		return 0;
+	}
+	if (REAL(epoll_ctl)(epfd, op, fd, ev))
+		return -1;
+	eset_put(s, fd, ev, false);
+	return 0;
+}
+
 EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	int r = REAL(epoll_ctl)(epfd, op, fd, ev);
-	bool known, ring;
-	struct eset *s;
+	bool known = lism_fd_known(fd), ring;
+	struct eset *s = NULL;
+	int r;
 
+	if (known && op != EPOLL_CTL_DEL && ev && (ev->events & EPOLLONESHOT) && (s = eset_of(epfd, true))) {
+		pthread_mutex_lock(&s->lock);
+		r = oneshot_ctl(s, epfd, op, fd, ev);
+		pthread_mutex_unlock(&s->lock);
+		return r;
+	}
+	if (known && (s = eset_of(epfd, false))) {
+		pthread_mutex_lock(&s->lock);
+		if (fd < s->cap && s->by_fd[fd].used && s->by_fd[fd].standin >= 0) {
+			/* out of its one shot: the socket itself from now on (or nothing) */
+			standin_drop(&s->by_fd[fd]);
+			s->by_fd[fd].used = 0;
+			r = op == EPOLL_CTL_DEL ? 0 : REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, fd, ev);
+			if (!r && op != EPOLL_CTL_DEL) /* level or edge: this library's waits say its silent bytes */
+				eset_put(s, fd, ev, ev && (ev->events & EPOLLIN));
+			pthread_mutex_unlock(&s->lock);
+			return r;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	r = REAL(epoll_ctl)(epfd, op, fd, ev);
 	if (r)
 		return r;
-	known = lism_fd_known(fd);
-	if (op != EPOLL_CTL_DEL && ev && known && (ev->events & (EPOLLONESHOT | EPOLLEXCLUSIVE)))
-		lism_fd_no_spin(fd); /* a wait this library does not make: never spun on (spin.h) */
-	ring = known && op != EPOLL_CTL_DEL && ev && (ev->events & EPOLLIN) &&
-	       !(ev->events & (EPOLLONESHOT | EPOLLEXCLUSIVE));
+	if (op != EPOLL_CTL_DEL && !known)
+		nested_wait(fd);
+	ring = known && op != EPOLL_CTL_DEL && ev && (ev->events & EPOLLIN);
 	/* every registration is kept: a ring's data may be another fd's too */
 	s = eset_of(epfd, op != EPOLL_CTL_DEL && ev);
-	if (!s)
+	if (!s) {
+		if (ring) /* kept nowhere: waited on as the kernel's alone */
+			lism_fd_unseen_wait("an epoll fd past liblism's table, or no memory for it");
 		return r;
+	}
+	if (ring && !made_here(s))
+		lism_fd_unseen_wait("a ring socket in an epoll fd liblism did not make");
 	pthread_mutex_lock(&s->lock);
 	if (op == EPOLL_CTL_DEL || !ev)
 		eset_del(s, fd);
@@ -659,6 +845,8 @@ static int epoll_kernel(struct waiter *w, int ms)
 {
 	struct epoll_args *a = w->arg;
 
+	if (ms == KERNEL_SKIP)
+		return 0;
 	if (!ms && lism_conn_sandboxed())
 		return REAL(epoll_wait)(a->epfd, a->ev, a->max, 0);
 	if (!ms)
@@ -687,7 +875,7 @@ static int epoll_say(struct waiter *w, int n)
 	for (int i = 0; i < w->nr; i++) {
 		int fd = w->r[i].at;
 		struct reg *r = fd < a->set->cap && a->set->by_fd[fd].ring_at >= 0 ? &a->set->by_fd[fd] : NULL;
-		bool ready = lism_conn_ready(w->r[i].c);
+		bool ready = lism_conn_says(w->r[i].c, fd);
 		__u64 mark;
 		int k;
 
@@ -727,6 +915,9 @@ static int epoll_rings(int epfd, struct epoll_event *ev, int max, int ms, const 
 	struct epoll_args a = { epfd, max, ev, s, mask, ts };
 	struct waiter w = { .kernel = epoll_kernel, .say = epoll_say, .arg = &a };
 	int n;
+
+	if (!made_here(s))
+		lism_fd_unseen_wait("a wait on an epoll fd liblism did not make");
 
 	if (s && max > 0) {
 		pthread_mutex_lock(&s->lock);

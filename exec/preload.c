@@ -65,6 +65,8 @@ static struct fdent **table[CHUNKS];
  * environment before they fork workers (nginx keeps only TZ). */
 static char device_path[LISM_DEVICE_PATH_MAX];
 /* the device's rings are another version (decide()): no more sockets are marked */
+/* set once a wait this library cannot follow is seen: every ring is shared from then on */
+static int unseen_waits;
 static int rings_off;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fdent *pool;
@@ -261,8 +263,8 @@ static void decide(int fd, struct fdent *e)
 			 * nothing back for an ACK to ride on */
 			syscall(SYS_setsockopt, fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			e->conn->busy_us = lism_spin_bound_us(fd);
-			if (e->shared)
-				lism_conn_set_shared(e->conn);
+			if (e->shared || __atomic_load_n(&unseen_waits, __ATOMIC_RELAXED))
+				(void)lism_conn_set_shared(e->conn);
 			e->state = FD_RING;
 			goto out;
 		}
@@ -343,15 +345,39 @@ void lism_fd_put(void *ref)
 }
 
 static void ent_share(int fd, struct fdent *e);
+static void each_ent(void (*fn)(int fd, struct fdent *e));
 
-void lism_fd_no_spin(int fd)
+bool lism_fd_kernel_alone(int fd)
 {
 	struct fdent *e = ent_get(fd);
+	bool silent = false;
 
 	if (e) {
 		ent_share(fd, e);
+		if (e->state == FD_RING)
+			silent = lism_conn_silent(e->conn);
 		ent_put(e, -1);
 	}
+	return silent;
+}
+
+bool lism_fd_silent(int fd)
+{
+	struct fdent *e = ent_get(fd);
+	bool silent = e && e->state == FD_RING && lism_conn_silent(e->conn);
+
+	if (e)
+		ent_put(e, -1);
+	return silent;
+}
+
+void lism_fd_unseen_wait(const char *why)
+{
+	if (__atomic_load_n(&unseen_waits, __ATOMIC_RELAXED) || __atomic_exchange_n(&unseen_waits, 1, __ATOMIC_RELAXED))
+		return;
+	lism_exec_debug(-1, "%s: this process's waits are not all liblism's; its rings neither spin nor look "
+			    "from now on", why);
+	each_ent(ent_share);
 }
 
 bool lism_fd_known(int fd)
@@ -545,8 +571,24 @@ EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 	return sendto(fd, buf, n, flags, NULL, 0);
 }
 
+/* Ring sockets passed to another process (SCM_RIGHTS): held there too. */
+static void passing(const struct msghdr *m)
+{
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(m); h; h = CMSG_NXTHDR((struct msghdr *)m, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+			for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				int pfd;
+
+				memcpy(&pfd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+				if (lism_fd_known(pfd))
+					(void)lism_fd_kernel_alone(pfd);
+			}
+}
+
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
+	if (m && m->msg_controllen)
+		passing(m);
 	ON_RING(fd, REAL(sendmsg)(fd, m, flags), lism_conn_send(c_, fd, m->msg_iov, (int)m->msg_iovlen, flags));
 }
 
@@ -836,7 +878,7 @@ static void ent_share(int fd, struct fdent *e)
 	pthread_mutex_lock(&e->setup); /* against a decide in flight */
 	e->shared = 1;
 	if (e->state == FD_RING)
-		lism_conn_set_shared(e->conn);
+		(void)lism_conn_set_shared(e->conn);
 	pthread_mutex_unlock(&e->setup);
 }
 
@@ -857,6 +899,7 @@ __attribute__((constructor)) static void start(void)
 	struct dirent *de;
 
 	resolve();
+	lism_conn_readers_look(); /* every wait is interposed from here on (exec/poll.c) */
 	pthread_atfork(forking, NULL, NULL);
 	snprintf(device_path, sizeof(device_path), "%s", lism_exec_device_path());
 	d = opendir("/proc/self/fd");

@@ -19,8 +19,15 @@ void lism_fd_put(void *ref);
 /* Whether @fd has an entry: a ring socket, or a marked one not decided yet. */
 bool lism_fd_known(int fd);
 
-/* @fd is waited on where no spin is seen (EPOLLONESHOT, EPOLLEXCLUSIVE): never spun on. */
-void lism_fd_no_spin(int fd);
+/* @fd may be waited on where this library does not look (EPOLLONESHOT,
+ * another process): never spun on nor looked at again (lism_conn_set_shared);
+ * true if its ring holds bytes counted silent now. */
+bool lism_fd_kernel_alone(int fd);
+bool lism_fd_silent(int fd);
+
+/* A wait this library cannot follow (an epoll fd it did not make, one
+ * nested in another wait): no ring of the process spins or looks again. */
+void lism_fd_unseen_wait(const char *why);
 
 /* @fd closes (or is replaced): the wait wrappers forget it. */
 void lism_poll_forget(int fd);

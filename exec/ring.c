@@ -199,7 +199,7 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 
 /* Take @n from the doorbell word after consuming them: owe a doorbell if
  * the rule says so; -EPROTO if the word is none the rule can make. */
-static int take(struct lism_ring_rx *rx, __u64 n)
+static int take(struct lism_ring_rx *rx, __u64 n, bool look)
 {
 	__u64 old = LOAD(&rx->dir->prod.bell), w;
 	bool owes;
@@ -207,7 +207,7 @@ static int take(struct lism_ring_rx *rx, __u64 n)
 	do {
 		if (!lism_bell_valid(old, rx->size) || lism_bell_unread(old) < (__s64)n - (__s64)rx->size)
 			return -EPROTO;
-		w = lism_bell_take(old, n, &owes);
+		w = look ? lism_bell_take_look(old, n, &owes) : lism_bell_take(old, n, &owes);
 	} while (!__atomic_compare_exchange_n(&rx->dir->prod.bell, &old, w, true, __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));
 	rx->owed += owes;
@@ -283,7 +283,7 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 		/* after the cursor; the writer adds after it publishes, so the
 		 * count may go below 0 for a moment: only a crossing from above
 		 * 0 to 0 or below owes a doorbell, and only if one rang (bell.h) */
-		if (take(rx, (__u64)n))
+		if (take(rx, (__u64)n, flags & LISM_RING_LOOK))
 			return rx->err = -EPROTO;
 	}
 	return n;
@@ -493,6 +493,11 @@ bool lism_ring_rx_poll_begin(struct lism_ring_rx *rx)
 bool lism_ring_rx_poll_end(struct lism_ring_rx *rx)
 {
 	return lism_bell_silent(bell_change(rx, lism_bell_poll_end));
+}
+
+bool lism_ring_rx_silent(const struct lism_ring_rx *rx)
+{
+	return lism_bell_silent(LOAD(&rx->dir->prod.bell));
 }
 
 bool lism_ring_rx_sleep_begin(struct lism_ring_rx *rx)

@@ -35,6 +35,7 @@
 #define LISM_RING_DMB_MAX (1u << 30)
 
 #define LISM_RING_PEEK 1 /* recv: copy without consuming (MSG_PEEK) */
+#define LISM_RING_LOOK 2 /* recv: its reader looks before it sleeps (bell.h, lism_bell_take_look) */
 
 struct lism_ring_rx {
 	struct lism_ring_dir *dir;     /* shared: the ring into this end */
@@ -138,6 +139,8 @@ bool lism_ring_rx_close(struct lism_ring_rx *rx);
  */
 bool lism_ring_rx_poll_begin(struct lism_ring_rx *rx);
 bool lism_ring_rx_poll_end(struct lism_ring_rx *rx);
+/* Whether bytes are counted with no doorbell (bell.h, lism_bell_silent). */
+bool lism_ring_rx_silent(const struct lism_ring_rx *rx);
 
 /* A wait about to sleep in the kernel for input counts itself and ends
  * every spin (true: bytes came silent, read them instead); it wakes with

@@ -274,6 +274,17 @@ Test(wait, every_method_in_turn_is_woken_for_every_message)
 	every_way("mixed", 0, 600);
 }
 
+/*
+ * A socket read through the library's waits (its reader looks: bell.h), then
+ * handed to EPOLLONESHOT waits, the kernel's alone: the peer's burst that
+ * came meanwhile has no doorbell, and the stand-in must say it (exec/poll.c).
+ */
+Test(wait, a_socket_handed_to_epolloneshot_is_woken_for_bytes_already_there)
+{
+	up(NULL);
+	every_way("oneshot-late", 0, 900);
+}
+
 /* 16 KiB rings (the smallest): a blocking writer sleeps for room, a non-blocking one goes on in runs. */
 Test(wait, small_rings_with_full_ring_sleeps_and_runs)
 {

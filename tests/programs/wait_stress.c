@@ -12,7 +12,11 @@
  * select (a blocking socket: poll(2) or select(2), then a MSG_DONTWAIT
  * recv), nb-epoll-lt and nb-epoll-et (O_NONBLOCK; edge-triggered reads to
  * EAGAIN before it waits), mixed (the method turns per message, O_NONBLOCK
- * switched to fit).  A CPU of -1: not pinned.
+ * switched to fit), oneshot-late (mixed for the first half of the rounds,
+ * then every wait through an EPOLLONESHOT registration re-armed each time:
+ * the first one after a 20 ms pause, so that the peer's next burst is in
+ * the ring before it, with no doorbell if the reader looked; exec/poll.c's
+ * stand-in must say it).  A CPU of -1: not pinned.
  *
  * A round (wait_plan.h): the client sends a burst of 1..8 messages of 1 B
  * to 64 KiB, the server reads them and answers with a burst of its own.
@@ -55,8 +59,9 @@
 #include "slow.h"
 #include "wait_plan.h"
 
-enum { M_RECV, M_POLL, M_SELECT, M_EPOLL_LT, M_EPOLL_ET, M_MIXED };
-static const char *const method_names[] = { "recv", "poll", "select", "nb-epoll-lt", "nb-epoll-et", "mixed" };
+enum { M_RECV, M_POLL, M_SELECT, M_EPOLL_LT, M_EPOLL_ET, M_MIXED, M_ONESHOT_LATE, M_ONESHOT };
+static const char *const method_names[] = { "recv", "poll", "select", "nb-epoll-lt", "nb-epoll-et", "mixed",
+					    "oneshot-late", "oneshot" };
 #define N_WAYS M_MIXED /* the ones mixed turns through */
 
 #define WATCHDOG_S 10
@@ -103,8 +108,8 @@ static void stream_fill(struct stream *g, unsigned char *b, size_t n)
 struct side {
 	const char *name;
 	int id;              /* 0: server, 1: client */
-	int fd, ep_lt, ep_et;
-	int method, nonblock;
+	int fd, ep_lt, ep_et, ep_os;
+	int method, nonblock, rounds;
 	uint64_t plan, rnd;  /* the shared plan's draws; this side's own (delays, pieces, read sizes) */
 	struct stream tx, rx;
 	int round, msg;      /* where it is */
@@ -317,10 +322,18 @@ static size_t read_len(struct side *s)
  */
 static int rx_until(struct side *s, uint64_t target)
 {
-	int m = s->method == M_MIXED ? (int)((s->turn++ + (uint64_t)s->id * 2) % N_WAYS) : s->method;
-	int eof = target == EOF_TARGET;
+	int m = s->method, eof = target == EOF_TARGET;
 
-	if (set_nonblock(s, m == M_EPOLL_LT || m == M_EPOLL_ET))
+	if (m == M_ONESHOT_LATE)
+		m = s->round >= s->rounds / 2 ? M_ONESHOT : M_MIXED;
+	if (m == M_MIXED)
+		m = (int)((s->turn++ + (uint64_t)s->id * 2) % N_WAYS);
+	if (m == M_ONESHOT && s->ep_os < 0) {
+		usleep(20000); /* the peer's burst lands */
+		if ((s->ep_os = epoll_create1(EPOLL_CLOEXEC)) < 0)
+			return fail(s, "epoll_create1: %s", strerror(errno));
+	}
+	if (set_nonblock(s, m == M_EPOLL_LT || m == M_EPOLL_ET || m == M_ONESHOT))
 		return -1;
 	while (eof || m == M_EPOLL_ET || s->rx_bytes < target) {
 		size_t len = read_len(s);
@@ -351,6 +364,21 @@ static int rx_until(struct side *s, uint64_t target)
 			r = recv(s->fd, s->in, len, MSG_DONTWAIT);
 			s->spurious += r < 0 && errno == EAGAIN;
 			break;
+		case M_ONESHOT: {
+			struct epoll_event os = { .events = EPOLLIN | EPOLLONESHOT };
+
+			/* armed for one wakeup, as a thread pool hands a socket on */
+			if (epoll_ctl(s->ep_os, EPOLL_CTL_MOD, s->fd, &os) &&
+			    (errno != ENOENT || epoll_ctl(s->ep_os, EPOLL_CTL_ADD, s->fd, &os)))
+				return fail(s, "epoll_ctl EPOLLONESHOT: %s", strerror(errno));
+			wait_begin(s, "epoll_wait (EPOLLONESHOT)", m, target);
+			epoll_wait(s->ep_os, &ev, 1, -1);
+			wait_end(s);
+			/* not counted if it finds nothing: a kernel-only wait may be woken by a
+			 * doorbell whose bytes an earlier read took (exec/poll.c filters only its own) */
+			r = recv(s->fd, s->in, len, MSG_DONTWAIT);
+			break;
+		}
 		case M_EPOLL_LT:
 			wait_begin(s, "epoll_wait", m, target);
 			epoll_wait(s->ep_lt, &ev, 1, -1);
@@ -393,6 +421,7 @@ static int run(struct side *s, int rounds)
 	struct wait_round r;
 	uint64_t target = 0;
 
+	s->rounds = rounds;
 	for (s->round = 0; s->round < rounds; s->round++) {
 		wait_plan_round(&s->plan, &r);
 		for (int d = 0; d < 2; d++)
@@ -429,6 +458,7 @@ static int side_open(struct side *s, int fd, int method, uint64_t seed)
 
 	s->fd = fd;
 	s->method = method;
+	s->ep_os = -1;
 	s->plan = wait_seed(seed, WAIT_PLAN_SALT);
 	s->rnd = wait_seed(seed, SALT_OWN + (uint64_t)s->id);
 	stream_init(&s->tx, seed, s->id ? SALT_UP : SALT_DOWN);
@@ -540,11 +570,11 @@ int main(int argc, char **argv)
 	long long t0;
 	uint64_t seed;
 
-	for (int i = 0; argc == 6 && i <= M_MIXED; i++)
+	for (int i = 0; argc == 6 && i <= M_ONESHOT_LATE; i++)
 		if (!strcmp(argv[1], method_names[i]))
 			method = i;
 	if (method < 0) {
-		fprintf(stderr, "usage: wait-stress recv|poll|select|nb-epoll-lt|nb-epoll-et|mixed SERVER_CPU CLIENT_CPU "
+		fprintf(stderr, "usage: wait-stress recv|poll|select|nb-epoll-lt|nb-epoll-et|mixed|oneshot-late SERVER_CPU CLIENT_CPU "
 				"ROUNDS SEED\n");
 		return 2;
 	}

@@ -30,10 +30,17 @@
  * Reader kinds (0: absent).  SLEEPER is a plain waiter that counts itself
  * asleep in the word as it ends every spin (lism_bell_sleep_begin);
  * REPORTER a spinner that tells an application of what it found and never
- * reads it (POLLING is never set while a wait is counted).
+ * reads it (POLLING is never set while a wait is counted).  LOOKER is a
+ * sleeper whose take leaves POLLING set (lism_bell_take_look): between its
+ * take and its next wait the application runs, for any number of steps.
+ * BLIND is a looker whose next wait sleeps in the kernel without the
+ * library (a wait it does not see): the search must find its lost wakeup.
+ * LSPIN is a looker whose wait spins first and, when the spin finds
+ * bytes, reads them with POLLING still set (exec/poll.c); else it sleeps
+ * as a sleeper does.
  */
-enum { SPINNER = 1, PLAIN, SLEEPER, REPORTER };
-enum { R_BEGIN, R_END, R_CHECK, R_SLEEP, R_LOCK, R_CONSUME, R_TAKE, R_EAT, R_DEAD, R_COUNT, R_UNCOUNT };
+enum { SPINNER = 1, PLAIN, SLEEPER, REPORTER, LOOKER, BLIND, LSPIN };
+enum { R_BEGIN, R_END, R_CHECK, R_SLEEP, R_LOCK, R_CONSUME, R_TAKE, R_EAT, R_DEAD, R_COUNT, R_UNCOUNT, R_LCHECK };
 
 struct state {
 	__u64 word;        /* prod.bell */
@@ -117,6 +124,29 @@ static void fail(struct model *m, const struct state *s, const char *what)
 			     s->wpc, s->wsent, s->pc[0], s->pc[1], s->lock);
 }
 
+/* Where reader @i's next wait starts. */
+static __u8 next_wait(const struct model *m, int i)
+{
+	switch (m->kind[i]) {
+	case PLAIN:
+		return R_END;
+	case SLEEPER:
+	case LOOKER:
+		return R_COUNT;
+	case LSPIN:
+		return R_BEGIN;
+	case BLIND:
+		return R_CHECK;
+	default:
+		return R_BEGIN;
+	}
+}
+
+static bool counts(const struct model *m, int i)
+{
+	return m->kind[i] == SLEEPER || m->kind[i] == LOOKER || m->kind[i] == LSPIN;
+}
+
 static int alive(const struct model *m, const struct state *s, int i)
 {
 	return m->kind[i] && s->pc[i] != R_DEAD;
@@ -139,7 +169,7 @@ static void check(struct model *m, const struct state *s)
 		fail(m, s, "lost wakeup: bytes unread, every reader asleep, no doorbell");
 	/* a reporter never reads: the sleeper must be woken for what it hid */
 	for (int i = 0; i < 2; i++)
-		if (m->kind[i] == SLEEPER && s->pc[i] == R_SLEEP && m->kind[!i] == REPORTER && !s->sock && s->wpc == 0 &&
+		if (counts(m, i) && s->pc[i] == R_SLEEP && m->kind[!i] == REPORTER && !s->sock && s->wpc == 0 &&
 		    s->prod != s->cons)
 			fail(m, s, "lost wakeup: a sleeper without its doorbell, bytes a spin hid");
 }
@@ -153,7 +183,10 @@ static int reader_steps(struct model *m, const struct state *s, int i)
 	switch (s->pc[i]) {
 	case R_BEGIN: /* a spinner: POLLING while the count is 0 or below */
 		n.word = lism_bell_poll_begin(s->word);
-		n.pc[i] = R_END;
+		n.pc[i] = m->kind[i] == LSPIN ? R_LCHECK : R_END;
+		break;
+	case R_LCHECK: /* found bytes: read them, POLLING kept; else sleep */
+		n.pc[i] = s->prod != s->cons || lism_bell_unread(s->word) > 0 ? R_LOCK : R_COUNT;
 		break;
 	case R_COUNT: /* a sleeper counts itself and ends every spin, one operation */
 		n.word = m->no_count ? lism_bell_poll_end(s->word) : lism_bell_sleep_begin(s->word);
@@ -174,13 +207,13 @@ static int reader_steps(struct model *m, const struct state *s, int i)
 			n.pc[i] = R_BEGIN;
 			break;
 		}
-		n.pc[i] = ready ? (m->kind[i] == SLEEPER ? R_UNCOUNT : R_LOCK) : R_SLEEP;
+		n.pc[i] = ready ? (counts(m, i) ? R_UNCOUNT : R_LOCK) : R_SLEEP;
 		break;
 	}
 	case R_SLEEP: /* in the kernel: woken by a byte on the socket */
 		if (!s->sock)
 			return 0;
-		n.pc[i] = m->kind[i] == SLEEPER ? R_UNCOUNT : R_LOCK;
+		n.pc[i] = counts(m, i) ? R_UNCOUNT : R_LOCK;
 		break;
 	case R_LOCK:
 		if (s->lock)
@@ -206,7 +239,8 @@ static int reader_steps(struct model *m, const struct state *s, int i)
 		break;
 	}
 	case R_TAKE:
-		n.word = lism_bell_take(s->word, s->take[i], &owes);
+		n.word = m->kind[i] >= LOOKER ? lism_bell_take_look(s->word, s->take[i], &owes)
+					      : lism_bell_take(s->word, s->take[i], &owes);
 		n.owed = (__u8)(s->owed + owes);
 		n.take[i] = 0;
 		n.pc[i] = R_EAT;
@@ -217,7 +251,7 @@ static int reader_steps(struct model *m, const struct state *s, int i)
 		n.owed = (__u8)(s->owed - e);
 		n.sock = (__u8)(s->sock - e);
 		n.lock = 0;
-		n.pc[i] = m->kind[i] == PLAIN ? R_END : m->kind[i] == SLEEPER ? R_COUNT : R_BEGIN;
+		n.pc[i] = next_wait(m, i);
 		break;
 	}
 	default:
@@ -268,7 +302,7 @@ static int explore_model(int kind0, int kind1, int msgs, bool no_count, bool exp
 	m.seen = calloc(m.seen_cap, sizeof(*m.seen));
 	cr_assert_not_null(m.seen);
 	for (int i = 0; i < 2; i++)
-		s0.pc[i] = m.kind[i] == PLAIN ? R_END : m.kind[i] == SLEEPER ? R_COUNT : m.kind[i] ? R_BEGIN : R_DEAD;
+		s0.pc[i] = m.kind[i] ? next_wait(&m, i) : R_DEAD;
 	push(&m, &s0);
 	while (m.depth) {
 		struct state s = m.stack[--m.depth];
@@ -326,6 +360,32 @@ Test(bell, a_spinner_that_does_not_read_never_hides_bytes_from_a_sleeper)
 Test(bell, without_the_sleepers_count_a_sleeper_loses_its_doorbell)
 {
 	cr_assert_gt(explore_model(REPORTER, SLEEPER, 3, true, true, 1000), 0, "the search found no lost wakeup");
+}
+
+/*
+ * A reader that leaves POLLING set in its take, while its application
+ * runs, beside each other reader: every wait of its own ends the look
+ * (sleep_begin), so no byte is lost.  One whose wait the library does not
+ * see loses its wakeup: why a socket with such a wait never looks.
+ */
+Test(bell, a_reader_that_looks_before_it_sleeps_every_interleaving)
+{
+	explore(LOOKER, 0, 4, 100);
+	explore(LOOKER, LOOKER, 3, 1000);
+	explore(LOOKER, SPINNER, 3, 1000);
+	explore(LOOKER, PLAIN, 3, 1000);
+	explore(LOOKER, SLEEPER, 3, 1000);
+	explore(REPORTER, LOOKER, 3, 1000);
+	explore(LSPIN, 0, 4, 100);
+	explore(LSPIN, LSPIN, 3, 1000);
+	explore(LSPIN, SLEEPER, 3, 1000);
+	explore(LSPIN, PLAIN, 3, 1000);
+	explore(REPORTER, LSPIN, 3, 1000);
+}
+
+Test(bell, a_looker_whose_wait_the_library_does_not_see_loses_its_doorbell)
+{
+	cr_assert_gt(explore_model(BLIND, 0, 3, false, true, 50), 0, "the search found no lost wakeup");
 }
 
 Test(bell, a_plain_waiter_alone_is_the_old_rule)

@@ -423,6 +423,7 @@ struct side {
 	__u64 sum, bytes, sleeps, rings, spins, silent;
 	int fail;
 	int *stop;             /* the other side failed: stop waiting */
+	int looks;             /* the reader's takes leave POLLING set (LISM_RING_LOOK, bell.h) */
 };
 
 #define STRESS_BYTES (64ull << 20)
@@ -534,7 +535,7 @@ static void *reader(void *arg)
 	long idle = 0;
 
 	for (;;) {
-		ssize_t k = recv_buf(&s->p->rx[1], buf, 1 + rand_r(&seed) % sizeof(buf), 0);
+		ssize_t k = recv_buf(&s->p->rx[1], buf, 1 + rand_r(&seed) % sizeof(buf), s->looks ? LISM_RING_LOOK : 0);
 
 		eat_owed(s);
 		if (k > 0) {
@@ -583,7 +584,7 @@ static void *reader(void *arg)
 	}
 }
 
-Test(ring, two_threads_stream_checksummed_with_no_lost_wakeup, .timeout = 120)
+static void two_threads(int looks)
 {
 	struct pair p;
 	int to_reader[2], to_writer[2];
@@ -594,7 +595,8 @@ Test(ring, two_threads_stream_checksummed_with_no_lost_wakeup, .timeout = 120)
 	cr_assert_eq(pipe2(to_writer, O_NONBLOCK), 0);
 	int stop = 0;
 	struct side w = { .p = &p, .bell_in = to_writer[0], .bell_out = to_reader[1], .sum = 1, .stop = &stop };
-	struct side r = { .p = &p, .bell_in = to_reader[0], .bell_out = to_writer[1], .sum = 1, .stop = &stop };
+	struct side r = { .p = &p, .bell_in = to_reader[0], .bell_out = to_writer[1], .sum = 1, .stop = &stop,
+			  .looks = looks };
 
 	pthread_create(&tw, NULL, writer, &w);
 	pthread_create(&tr, NULL, reader, &r);
@@ -615,4 +617,15 @@ Test(ring, two_threads_stream_checksummed_with_no_lost_wakeup, .timeout = 120)
 	close(to_writer[0]);
 	close(to_writer[1]);
 	pair_close(&p);
+}
+
+Test(ring, two_threads_stream_checksummed_with_no_lost_wakeup, .timeout = 120)
+{
+	two_threads(0);
+}
+
+/* The same with a reader whose takes leave POLLING set while it works, as liblism's do. */
+Test(ring, two_threads_stream_with_a_reader_that_looks_before_it_sleeps, .timeout = 120)
+{
+	two_threads(1);
 }
