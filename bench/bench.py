@@ -54,9 +54,6 @@ Modes:
                   lism-exec with LISM_READER_LOOKS=0: a reader that
                   empties its ring does not keep the writer's doorbells
                   silent until its next wait (exec/bell.h)
-  lism-exec-kernel-always
-                  lism-exec with LISM_KERNEL_LOOK_NS=0: a wait asks the
-                  kernel even when its rings are ready (exec/poll.c)
   A mode named lism-ab-* is measured against lism-ab, on its workloads;
   one named lism-exec-* against lism-exec.
 
@@ -484,11 +481,9 @@ ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-churn": ["--no-churn-de
              "lism-exec-nospin": ["LISM_BUSY_POLL_US=0"],
              "lism-exec-yield2us": ["LISM_BUSY_POLL_YIELD_NS=2000"],
              # readers that ring for every stretch (exec/bell.h, lism_bell_take_look off)
-             "lism-exec-nolook": ["LISM_READER_LOOKS=0"],
-             # a wait asks the kernel every time, even with rings ready (exec/poll.c)
-             "lism-exec-kernel-always": ["LISM_KERNEL_LOOK_NS=0"]}
+             "lism-exec-nolook": ["LISM_READER_LOOKS=0"]}
 # the settings of the workload programs' liblism (exec/spin.h), set by switch() per mode
-EXEC_SETTINGS = ("LISM_BUSY_POLL_US", "LISM_BUSY_POLL_YIELD_NS", "LISM_READER_LOOKS", "LISM_KERNEL_LOOK_NS")
+EXEC_SETTINGS = ("LISM_BUSY_POLL_US", "LISM_BUSY_POLL_YIELD_NS", "LISM_READER_LOOKS")
 # BENCH_LISM_OLD=path/to/lism: modes lism-old and lism-ab-old, another build's lism, interleaved
 # with this one (an A/B)
 LISM_OLD = os.environ.get("BENCH_LISM_OLD")

@@ -455,11 +455,21 @@ static ssize_t recv_run(struct lism_conn *c, int fd, const struct iovec *iov, in
 	return r;
 }
 
+static void unshare_check(struct lism_conn *c);
+
 bool lism_conn_spin_begin(struct lism_conn *c)
 {
 	/* refused while bytes are counted or a wait sleeps on the ring (bell.h) */
-	return !__atomic_load_n(&c->shared, __ATOMIC_RELAXED) && c->busy_us && !sandboxed &&
-	       lism_ring_rx_poll_begin(&c->map.rx);
+	if (__atomic_load_n(&c->shared, __ATOMIC_RELAXED) || !c->busy_us || sandboxed ||
+	    !lism_ring_rx_poll_begin(&c->map.rx))
+		return false;
+	unshare_check(c);
+	return !__atomic_load_n(&c->shared, __ATOMIC_RELAXED);
+}
+
+void lism_conn_look_end(struct lism_conn *c)
+{
+	unshare_check(c);
 }
 
 bool lism_conn_sleep_begin(struct lism_conn *c)
@@ -490,8 +500,8 @@ bool lism_conn_says(struct lism_conn *c, int fd)
 
 	if (!lism_conn_ready(c))
 		return false;
-	if (flags_now(c) & (LISM_CONN_ABORTED | LISM_CONN_RD_SHUT))
-		return true;
+	if ((flags_now(c) & (LISM_CONN_ABORTED | LISM_CONN_RD_SHUT)) || sandboxed)
+		return true; /* sandboxed: no syscall of the wrapper's own */
 	err = pthread_mutex_trylock(&c->rx_lock);
 	if (err && err != EOWNERDEAD)
 		return true; /* a recv is at it: it says what is there */
@@ -528,15 +538,22 @@ bool lism_conn_kernel_says(struct lism_conn *c, int fd)
 
 bool lism_conn_set_shared(struct lism_conn *c)
 {
-	bool silent;
-
-	__atomic_store_n(&c->shared, 1, __ATOMIC_RELAXED);
 	/* a wait elsewhere may not look at the ring: its doorbells ring from
-	 * now on; under the rx lock, so that no take in flight looks again */
-	lock(c, &c->rx_lock);
-	silent = lism_ring_rx_poll_end(&c->map.rx);
-	pthread_mutex_unlock(&c->rx_lock);
-	return silent;
+	 * now on.  No lock (fork's handler, a signal handler may be here): a
+	 * take or a spin that set POLLING looks at shared after it (both
+	 * sequentially consistent), and ends it if this came first
+	 * (unshare_check) */
+	__atomic_store_n(&c->shared, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return lism_ring_rx_poll_end(&c->map.rx);
+}
+
+/* After POLLING may have been set: end it if the ring became shared meanwhile (set_shared). */
+static void unshare_check(struct lism_conn *c)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* against set_shared's: one of the two sees the other */
+	if (__atomic_load_n(&c->shared, __ATOMIC_SEQ_CST))
+		(void)lism_ring_rx_poll_end(&c->map.rx);
 }
 
 bool lism_conn_silent(struct lism_conn *c)
@@ -605,6 +622,7 @@ static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov,
 	struct iovec rest[64];
 	size_t want = 0, got = 0;
 	int peek = flags & MSG_PEEK, nb = -1, say, idle = 0;
+	bool look;
 	ssize_t r = 0;
 
 	for (int i = 0; i < iovcnt; i++)
@@ -625,7 +643,10 @@ static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov,
 			vn = iov_skip(iov, iovcnt, got, rest, 64);
 			v = rest;
 		}
-		r = lism_ring_recv(&c->map.rx, v, vn, peek ? LISM_RING_PEEK : looks(c) ? LISM_RING_LOOK : 0);
+		look = !peek && looks(c);
+		r = lism_ring_recv(&c->map.rx, v, vn, peek ? LISM_RING_PEEK : look ? LISM_RING_LOOK : 0);
+		if (look)
+			unshare_check(c);
 		if (r == -EXDEV) {
 			r = recv_run(c, fd, v, vn, flags);
 			if (r == 0)

@@ -158,8 +158,10 @@ bool lism_conn_set_shared(struct lism_conn *c);
  */
 void lism_conn_readers_look(void);
 /* Whether they do (and the process is not sandboxed): a spin that found
- * bytes may leave its POLLING set too. */
+ * bytes may leave its POLLING set too, and then calls look_end on each of
+ * its rings (POLLING ended on one shared meanwhile). */
 bool lism_conn_readers_looking(void);
+void lism_conn_look_end(struct lism_conn *c);
 bool lism_conn_silent(struct lism_conn *c);
 
 /* $LISM_EXEC_DEBUG set: say on stderr why a connection failed (a reset, a broken pipe). */

@@ -2,9 +2,11 @@
 /*
  * liblism.so's waits: poll, select and epoll over ring sockets (issue 28).
  * The kernel's readiness is right for a ring socket by its doorbells
- * (include/lism/ring.h); these wrappers only spin on the rings before the
- * kernel's sleep, so that a message that comes soon is seen without a
- * doorbell, a wakeup or a syscall (exec/bell.h, exec/spin.h).
+ * (include/lism/ring.h), except for bytes whose doorbell a reader's spin
+ * or look made silent (exec/bell.h): these wrappers say those from the
+ * rings, and spin on the rings before the kernel's sleep, so that a
+ * message that comes soon is seen without a doorbell, a wakeup or a
+ * syscall (exec/spin.h).
  *
  * Rules:
  * - A wait that watches a decided ring socket for input first asks the
@@ -16,9 +18,6 @@
  *   or its writer's end: level-triggered, whenever that holds; edge-
  *   triggered (EPOLLET), only when the ring moved since it was last said.
  *   An event the kernel also returned is merged into one.
- * - A wait that finds a ring ready asks the kernel only if its thread last
- *   did LISM_SPIN_KERNEL_NS ago or more (exec/spin.h): a busy loop's other
- *   fds are looked at that often, not at every wait.
  * - epoll: every registration is kept per epoll fd (its data may be a ring
  *   socket's too: then the kernel's event is not filtered); those with
  *   EPOLLIN of ring sockets are spun on (EPOLLEXCLUSIVE too: several sets
@@ -94,17 +93,15 @@ struct ring {
 
 #define LOCAL_RINGS 32
 
-/* the kernel's wait not asked: its outputs say nothing (rings are ready, and it was asked lately) */
-#define KERNEL_SKIP (-2)
-
 struct waiter {
 	struct ring *r;
 	int nr, cap;
-	/* the kernel's wait with @ms (0: none; -1: forever; KERNEL_SKIP): events, or -1 and errno */
+	/* the kernel's wait with @ms (0: none; -1: forever): events, or -1 and errno */
 	int (*kernel)(struct waiter *w, int ms);
 	/* the rings' readiness merged into the kernel's @n events: the total */
 	int (*say)(struct waiter *w, int n);
 	void *arg;
+	struct eset *set;               /* epoll: the set it counts itself a waiter of (eset_leave) */
 	bool asleep;                    /* counted asleep on each ring (lism_conn_sleep_begin) */
 	struct ring local[LOCAL_RINGS]; /* on the stack: poll may be called from a signal handler */
 };
@@ -140,6 +137,8 @@ static int waiter_add(struct waiter *w, int fd, int at)
 	return 0;
 }
 
+static void eset_leave(struct eset *s);
+
 static void waiter_done(struct waiter *w)
 {
 	for (int i = 0; i < w->nr; i++)
@@ -147,6 +146,9 @@ static void waiter_done(struct waiter *w)
 	if (w->r && w->r != w->local)
 		free(w->r);
 	w->nr = 0;
+	if (w->set)
+		eset_leave(w->set);
+	w->set = NULL;
 }
 
 static long ms_since(__u64 t0)
@@ -176,34 +178,18 @@ static void waiter_cleanup(void *arg)
  * The wait (rules above): the kernel's count with the rings' merged in,
  * or -1 and errno.  @spin: whether it may spin (no signal mask, no sandbox).
  */
-static __thread __u64 kernel_asked; /* when this thread's waits last asked the kernel */
-
-/* Whether the other fds are due a look at @now (exec/spin.h, lism_spin_kernel_ns). */
-static bool kernel_due(__u64 now)
-{
-	return now - kernel_asked >= lism_spin_kernel_ns();
-}
-
-static int kernel_look(struct waiter *w, __u64 now)
-{
-	kernel_asked = now;
-	return w->kernel(w, 0);
-}
-
+/*
+ * The wait (rules above): the kernel's count with the rings' merged in,
+ * or -1 and errno.  @spin: whether it may spin (no signal mask, no sandbox).
+ */
 static int wait_rings(struct waiter *w, int ms, bool spin)
 {
-	__u64 t0 = lism_spin_now_ns(), budget = 0, t = 0, yielded = 0;
+	__u64 t0 = lism_spin_now_ns(), budget = 0, t = 0, yielded = 0, asked = 0;
 	__u32 bound = 0;
 	int n, kn = 0, spinning = 0;
 	bool found = false;
 
-	/* the other fds were looked at lately: they wait for the next look (a
-	 * syscall saved per wait of a busy loop), unless the wait must answer
-	 * now (ms 0) and no ring is ready */
-	for (int i = 0; spin && !ms && i < w->nr && !found; i++)
-		found = lism_conn_ready(w->r[i].c);
-	n = spin && !kernel_due(t0) && (found || ms) ? w->kernel(w, KERNEL_SKIP) : kernel_look(w, t0);
-	found = false;
+	n = w->kernel(w, 0);
 	if (n < 0)
 		return n;
 	n = w->say(w, n);
@@ -220,8 +206,9 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 	while (spinning && !found && (t = lism_spin_now_ns() - t0) < budget) {
 		for (int i = 0; i < w->nr && !found; i++)
 			found = lism_conn_ready(w->r[i].c);
-		if (!found && kernel_due(t0 + t)) {
-			kn = kernel_look(w, t0 + t); /* the other fds, now and then */
+		if (!found && t - asked >= LISM_SPIN_KERNEL_NS) {
+			asked = t;
+			kn = w->kernel(w, 0); /* the other fds, now and then */
 			found = kn != 0; /* events, or an error (EINTR: a signal came, as to any wait) */
 		}
 		if (!found)
@@ -232,10 +219,13 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 	if (found && kn >= 0 && lism_conn_readers_looking()) {
 		/* the process looks before it sleeps (bell.h): its spins' POLLING
 		 * stays, and the next write to these rings is silent too */
-		t = lism_spin_now_ns();
-		n = kn > 0 ? kn : kernel_due(t) ? kernel_look(w, t) : w->kernel(w, KERNEL_SKIP);
+		for (int i = 0; i < w->nr; i++)
+			lism_conn_look_end(w->r[i].c);
+		n = kn > 0 ? kn : w->kernel(w, 0);
 		if (n < 0 || (n = w->say(w, n)))
 			return n;
+		kn = 0; /* said nothing (a late doorbell's event, filtered): sleep */
+		found = false;
 	}
 	/* counted asleep on each ring, and every spin ended (this one's,
 	 * another thread's) in the same operation: nobody spins on a ring
@@ -249,8 +239,7 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 	}
 	if (found) {
 		/* what the kernel said in the spin is taken (an edge): said now, with the rings */
-		t = lism_spin_now_ns();
-		n = kn > 0 ? kn : !spin || kernel_due(t) ? kernel_look(w, t) : w->kernel(w, KERNEL_SKIP);
+		n = kn > 0 ? kn : w->kernel(w, 0);
 		if (n < 0 || (n = w->say(w, n)))
 			goto out;
 	}
@@ -297,11 +286,6 @@ static int poll_kernel(struct waiter *w, int ms)
 {
 	struct poll_args *a = w->arg;
 
-	if (ms == KERNEL_SKIP) {
-		for (nfds_t i = 0; i < a->nfds; i++)
-			a->fds[i].revents = 0;
-		return 0;
-	}
 	if (!ms && lism_conn_sandboxed())
 		return REAL(poll)(a->fds, a->nfds, 0); /* what the program calls is what its filter allows */
 	if (!ms) { /* syscall(2): no cancellation point in a spin */
@@ -428,10 +412,8 @@ static int select_kernel(struct waiter *w, int ms)
 	struct select_args *a = w->arg;
 
 	for (int i = 0; i < 3; i++)
-		if (a->sets[i]) /* select writes its sets */
-			ms == KERNEL_SKIP ? memset(a->sets[i], 0, a->bytes) : memcpy(a->sets[i], a->in[i], a->bytes);
-	if (ms == KERNEL_SKIP)
-		return 0;
+		if (a->sets[i])
+			memcpy(a->sets[i], a->in[i], a->bytes); /* select writes its sets */
 	if (!ms && lism_conn_sandboxed()) {
 		struct timeval zero = { 0, 0 };
 
@@ -552,9 +534,20 @@ struct reg {
 	int standin; /* EPOLLONESHOT over silent bytes: the eventfd in the kernel's set for it; -1 */
 };
 
+/* A ring put in a set while waits on it run: counted asleep for them (eset_leave). */
+struct borrow {
+	struct lism_conn *c;
+	void *ref;
+	int wake; /* an eventfd that wakes one of them with the ring's event, for its silent bytes; -1 */
+};
+
 struct eset {
 	pthread_mutex_t lock;
+	int epfd;
 	int made;        /* by this image's epoll_create (an epoll fd it can follow), and not closed since */
+	int waiting;     /* waits on the set that collected their rings and have not ended */
+	struct borrow *borrowed;
+	int nborrowed, borrowed_cap;
 	int cap;         /* of by_fd */
 	struct reg *by_fd;
 	int nring, ring_cap;
@@ -580,6 +573,7 @@ static struct eset *eset_of(int epfd, bool make)
 	if (!fresh)
 		return NULL;
 	pthread_mutex_init(&fresh->lock, NULL);
+	fresh->epfd = epfd;
 	if (!__atomic_compare_exchange_n(&esets[epfd], &s, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		free(fresh);
 		return s;
@@ -604,13 +598,19 @@ static void ring_drop(struct eset *s, int fd)
 	__atomic_sub_fetch(&regs, 1, __ATOMIC_RELAXED);
 }
 
-/* The stand-in goes: closed, so out of the kernel's set too. */
-static void standin_drop(struct reg *r)
+/* An eventfd of this library's out of @s's kernel set, and closed (a copy a fork made is the child's). */
+static void eventfd_drop(struct eset *s, int e)
 {
-	if (r->standin >= 0) {
-		syscall(SYS_close, r->standin);
-		r->standin = -1;
+	if (e >= 0) {
+		REAL(epoll_ctl)(s->epfd, EPOLL_CTL_DEL, e, NULL);
+		syscall(SYS_close, e);
 	}
+}
+
+static void standin_drop(struct eset *s, struct reg *r)
+{
+	eventfd_drop(s, r->standin);
+	r->standin = -1;
 }
 
 static void eset_del(struct eset *s, int fd)
@@ -618,8 +618,79 @@ static void eset_del(struct eset *s, int fd)
 	if (fd < 0 || fd >= s->cap || !s->by_fd[fd].used)
 		return;
 	ring_drop(s, fd);
-	standin_drop(&s->by_fd[fd]);
+	standin_drop(s, &s->by_fd[fd]);
 	s->by_fd[fd].used = 0;
+}
+
+/*
+ * A ring socket put in @s (@s locked) while waits on @s run that did not
+ * collect it: those waits do not end its look, nor count themselves
+ * asleep on it (bell.h), so the set does it for them until the last of
+ * them ends (eset_leave), and wakes one with its event if it holds bytes
+ * with no doorbell.  Undecided, it is done when it is decided
+ * (lism_poll_decided).
+ */
+static void borrow(struct eset *s, int fd)
+{
+	struct reg *r = &s->by_fd[fd];
+	struct borrow *b;
+	struct lism_conn *c;
+	void *ref;
+
+	if (!s->waiting)
+		return;
+	if (!(c = lism_fd_ring(fd, &ref))) {
+		if (!ref)
+			lism_fd_borrow_later(fd, s);
+		return;
+	}
+	if (s->nborrowed == s->borrowed_cap) {
+		int cap = s->borrowed_cap ? 2 * s->borrowed_cap : 8;
+		struct borrow *g = realloc(s->borrowed, (size_t)cap * sizeof(*g));
+
+		if (!g) {
+			lism_fd_put(ref);
+			lism_fd_unseen_wait("no memory for a ring put in a set being waited on");
+			return;
+		}
+		s->borrowed = g;
+		s->borrowed_cap = cap;
+	}
+	b = &s->borrowed[s->nborrowed++];
+	*b = (struct borrow){ .c = c, .ref = ref, .wake = -1 };
+	if (lism_conn_sleep_begin(c)) {
+		struct epoll_event wev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = r->data };
+		int e = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
+
+		if (e >= 0 && !REAL(epoll_ctl)(s->epfd, EPOLL_CTL_ADD, e, &wev))
+			b->wake = e;
+		else if (e >= 0)
+			syscall(SYS_close, e);
+	}
+}
+
+static void eset_leave(struct eset *s)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!--s->waiting) {
+		for (int i = 0; i < s->nborrowed; i++) {
+			lism_conn_sleep_end(s->borrowed[i].c);
+			eventfd_drop(s, s->borrowed[i].wake);
+			lism_fd_put(s->borrowed[i].ref);
+		}
+		s->nborrowed = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void lism_poll_decided(int fd, void *set)
+{
+	struct eset *s = set;
+
+	pthread_mutex_lock(&s->lock);
+	if (fd < s->cap && s->by_fd[fd].used && s->by_fd[fd].ring_at >= 0)
+		borrow(s, fd);
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* Keep @fd's registration; @ring: a ring socket's to spin on. */
@@ -668,6 +739,7 @@ static void eset_put(struct eset *s, int fd, const struct epoll_event *ev, bool 
 	r->ring_at = s->nring;
 	s->rings[s->nring++] = fd;
 	__atomic_add_fetch(&regs, 1, __ATOMIC_RELAXED);
+	borrow(s, fd);
 }
 
 /* Whether another registration of the set has @data too (its event would be @fd's). */
@@ -748,6 +820,10 @@ static int oneshot_ctl(struct eset *s, int epfd, int op, int fd, struct epoll_ev
 	bool silent;
 	int e;
 
+	struct epoll_event sev = *ev;
+
+	/* the stand-in says input alone: an eventfd is writable whatever the socket is */
+	sev.events &= ~(__u32)(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
 	if (op == EPOLL_CTL_ADD && r) {
 		errno = EEXIST;
 		return -1;
@@ -757,14 +833,14 @@ static int oneshot_ctl(struct eset *s, int epfd, int op, int fd, struct epoll_ev
 	silent = lism_fd_kernel_alone(fd) && (ev->events & (EPOLLIN | EPOLLRDNORM));
 	if (r && r->standin >= 0) {
 		if (silent) /* still: the stand-in again */
-			return REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, r->standin, ev) ? -1 : (eset_put(s, fd, ev, false), 0);
-		standin_drop(r);
+			return REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, r->standin, &sev) ? -1 : (eset_put(s, fd, ev, false), 0);
+		standin_drop(s, r);
 		op = EPOLL_CTL_ADD; /* the socket was never in the kernel's set */
 	} else if (silent) {
 		if (op == EPOLL_CTL_MOD && REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, NULL))
 			return -1;
 		e = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (e < 0 || REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, e, ev)) {
+		if (e < 0 || REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, e, &sev)) {
 			int saved = errno;
 
 			if (e >= 0)
@@ -798,8 +874,13 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	if (known && (s = eset_of(epfd, false))) {
 		pthread_mutex_lock(&s->lock);
 		if (fd < s->cap && s->by_fd[fd].used && s->by_fd[fd].standin >= 0) {
+			if (op == EPOLL_CTL_ADD) {
+				pthread_mutex_unlock(&s->lock);
+				errno = EEXIST;
+				return -1;
+			}
 			/* out of its one shot: the socket itself from now on (or nothing) */
-			standin_drop(&s->by_fd[fd]);
+			standin_drop(s, &s->by_fd[fd]);
 			s->by_fd[fd].used = 0;
 			r = op == EPOLL_CTL_DEL ? 0 : REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, fd, ev);
 			if (!r && op != EPOLL_CTL_DEL) /* level or edge: this library's waits say its silent bytes */
@@ -845,8 +926,6 @@ static int epoll_kernel(struct waiter *w, int ms)
 {
 	struct epoll_args *a = w->arg;
 
-	if (ms == KERNEL_SKIP)
-		return 0;
 	if (!ms && lism_conn_sandboxed())
 		return REAL(epoll_wait)(a->epfd, a->ev, a->max, 0);
 	if (!ms)
@@ -921,16 +1000,22 @@ static int epoll_rings(int epfd, struct epoll_event *ev, int max, int ms, const 
 
 	if (s && max > 0) {
 		pthread_mutex_lock(&s->lock);
+		s->waiting++; /* a ring put in from now on is borrowed for this wait (borrow) */
+		w.set = s;
 		for (int i = 0; i < s->nring; i++)
 			if (waiter_add(&w, s->rings[i], s->rings[i]))
 				break;
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (!w.nr) {
-		waiter_done(&w);
+		pthread_cleanup_push(waiter_cleanup, &w);
 		if (pwait2)
-			return REAL(epoll_pwait2)(epfd, ev, max, ts, mask);
-		return mask ? REAL(epoll_pwait)(epfd, ev, max, ms, mask) : REAL(epoll_wait)(epfd, ev, max, ms);
+			n = REAL(epoll_pwait2)(epfd, ev, max, ts, mask);
+		else
+			n = mask ? REAL(epoll_pwait)(epfd, ev, max, ms, mask) : REAL(epoll_wait)(epfd, ev, max, ms);
+		pthread_cleanup_pop(0);
+		waiter_done(&w);
+		return n;
 	}
 	n = waiter_run(&w, ms, !mask && !lism_conn_sandboxed());
 	return n;

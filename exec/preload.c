@@ -6,8 +6,9 @@
  * handshake reads the pair's decision: RING takes the ring from the device
  * and serves the calls from it (exec/conn.c); anything else leaves the
  * socket to the kernel for its whole life.  The ring's doorbells make the
- * kernel's readiness right; poll, select and epoll are interposed only to
- * spin on rings before they sleep (exec/poll.c).
+ * kernel's readiness right, but for bytes a reader's spin or look made
+ * silent (exec/bell.h); poll, select and epoll are interposed to say
+ * those and to spin on rings before they sleep (exec/poll.c).
  *
  * Rules:
  * - A socket is a ring socket only through a table entry made here (at
@@ -29,6 +30,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,8 +54,9 @@ enum { FD_PENDING = 1, FD_RING, FD_ABORTED };
 struct fdent {
 	int refs;                /* the table's reference, dups, and calls in flight; 0: free */
 	int state;               /* FD_* */
-	int shared;              /* another process may hold it: fork, or inherited across exec */
+	int shared;              /* a wait elsewhere may watch it: fork, exec, EPOLLONESHOT, SCM_RIGHTS, ... */
 	pthread_mutex_t setup;   /* the decision, once */
+	void *borrow;            /* the epoll set to tell once it is a ring (lism_fd_borrow_later) */
 	struct lism_conn *conn;  /* FD_RING */
 	struct fdent *next_free;
 };
@@ -65,9 +68,10 @@ static struct fdent **table[CHUNKS];
  * environment before they fork workers (nginx keeps only TZ). */
 static char device_path[LISM_DEVICE_PATH_MAX];
 /* the device's rings are another version (decide()): no more sockets are marked */
-/* set once a wait this library cannot follow is seen: every ring is shared from then on */
-static int unseen_waits;
 static int rings_off;
+/* a wait this library cannot follow was seen (lism_fd_unseen_wait): 1 while
+ * every ring is being shared, 2 once they are; new rings are shared too */
+static int unseen_waits;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fdent *pool;
 
@@ -149,6 +153,7 @@ static struct fdent *ent_new(int state)
 	e->state = state;
 	e->shared = 0;
 	e->conn = NULL;
+	e->borrow = NULL;
 	__atomic_store_n(&e->refs, 1, __ATOMIC_RELEASE);
 	return e;
 }
@@ -239,6 +244,7 @@ static int established(int fd)
  */
 static void decide(int fd, struct fdent *e)
 {
+	void *borrow;
 	struct lism_exec_info in;
 	struct lism_exec_map m;
 	struct linger lg = { 1, 0 };
@@ -263,9 +269,10 @@ static void decide(int fd, struct fdent *e)
 			 * nothing back for an ACK to ride on */
 			syscall(SYS_setsockopt, fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			e->conn->busy_us = lism_spin_bound_us(fd);
-			if (e->shared || __atomic_load_n(&unseen_waits, __ATOMIC_RELAXED))
+			__atomic_store_n(&e->state, FD_RING, __ATOMIC_SEQ_CST);
+			/* after the state: lism_fd_unseen_wait sets its flag, then looks at the state */
+			if (__atomic_load_n(&e->shared, __ATOMIC_SEQ_CST) || __atomic_load_n(&unseen_waits, __ATOMIC_SEQ_CST))
 				(void)lism_conn_set_shared(e->conn);
-			e->state = FD_RING;
 			goto out;
 		}
 		lism_exec_detach(&m);
@@ -285,7 +292,26 @@ static void decide(int fd, struct fdent *e)
 	REAL(shutdown)(fd, SHUT_RDWR);
 	e->state = FD_ABORTED;
 out:
+	borrow = e->state == FD_RING && !e->shared ? e->borrow : NULL;
+	if (e->state != FD_PENDING)
+		e->borrow = NULL;
 	pthread_mutex_unlock(&e->setup);
+	/* after the lock: the set's lock comes first elsewhere (exec/poll.c) */
+	if (borrow)
+		lism_poll_decided(fd, borrow);
+}
+
+void lism_fd_borrow_later(int fd, void *set)
+{
+	struct fdent *e = ent_get(fd);
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->setup);
+	if (e->state == FD_PENDING)
+		e->borrow = set;
+	pthread_mutex_unlock(&e->setup);
+	ent_put(e, -1);
 }
 
 /*
@@ -345,6 +371,7 @@ void lism_fd_put(void *ref)
 }
 
 static void ent_share(int fd, struct fdent *e);
+static void ent_share_now(int fd, struct fdent *e);
 static void each_ent(void (*fn)(int fd, struct fdent *e));
 
 bool lism_fd_kernel_alone(int fd)
@@ -361,23 +388,22 @@ bool lism_fd_kernel_alone(int fd)
 	return silent;
 }
 
-bool lism_fd_silent(int fd)
-{
-	struct fdent *e = ent_get(fd);
-	bool silent = e && e->state == FD_RING && lism_conn_silent(e->conn);
-
-	if (e)
-		ent_put(e, -1);
-	return silent;
-}
-
 void lism_fd_unseen_wait(const char *why)
 {
-	if (__atomic_load_n(&unseen_waits, __ATOMIC_RELAXED) || __atomic_exchange_n(&unseen_waits, 1, __ATOMIC_RELAXED))
+	int was = 0;
+
+	if (__atomic_load_n(&unseen_waits, __ATOMIC_ACQUIRE) == 2)
 		return;
+	if (!__atomic_compare_exchange_n(&unseen_waits, &was, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* another thread shares them: this wait sleeps only once they are */
+		while (__atomic_load_n(&unseen_waits, __ATOMIC_ACQUIRE) != 2)
+			sched_yield();
+		return;
+	}
 	lism_exec_debug(-1, "%s: this process's waits are not all liblism's; its rings neither spin nor look "
 			    "from now on", why);
-	each_ent(ent_share);
+	each_ent(ent_share_now);
+	__atomic_store_n(&unseen_waits, 2, __ATOMIC_RELEASE);
 }
 
 bool lism_fd_known(int fd)
@@ -574,7 +600,13 @@ EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 /* Ring sockets passed to another process (SCM_RIGHTS): held there too. */
 static void passing(const struct msghdr *m)
 {
-	for (struct cmsghdr *h = CMSG_FIRSTHDR(m); h; h = CMSG_NXTHDR((struct msghdr *)m, h))
+	const char *end = (const char *)m->msg_control + m->msg_controllen;
+
+	if (!m->msg_control)
+		return;
+	/* the kernel's EINVAL for headers out of bounds: none read past them here */
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(m); h && h->cmsg_len >= CMSG_LEN(0) && (const char *)h + h->cmsg_len <= end;
+	     h = CMSG_NXTHDR((struct msghdr *)m, h))
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
 			for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
 				int pfd;
@@ -763,6 +795,8 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		ent_dup(fd, r);
 	if (r >= 0 && cmd == F_SETFL)
 		nonblock_set(fd, arg & O_NONBLOCK);
+	if (r >= 0 && cmd == F_SETFL && (arg & O_ASYNC) && lism_fd_known(fd))
+		(void)lism_fd_kernel_alone(fd); /* SIGIO is the kernel's: doorbells for every stretch */
 	return r;
 }
 
@@ -812,6 +846,8 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 			nonblock_set(fd, *(int *)arg);
 		return r;
 	}
+	if (req == FIOASYNC && arg && *(int *)arg && lism_fd_known(fd))
+		(void)lism_fd_kernel_alone(fd); /* as fcntl's O_ASYNC */
 	return REAL(ioctl)(fd, req, arg);
 }
 
@@ -870,6 +906,19 @@ static void each_ent(void (*fn)(int fd, struct fdent *e))
 			}
 		}
 	}
+}
+
+/*
+ * ent_share with no lock (lism_fd_unseen_wait, maybe in a signal handler
+ * whose thread holds it): the flag is set first, and a decision in flight
+ * looks at it after it made the ring (decide).
+ */
+static void ent_share_now(int fd, struct fdent *e)
+{
+	(void)fd;
+	__atomic_store_n(&e->shared, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&e->state, __ATOMIC_SEQ_CST) == FD_RING)
+		(void)lism_conn_set_shared(e->conn);
 }
 
 static void ent_share(int fd, struct fdent *e)

@@ -23,11 +23,15 @@ bool lism_fd_known(int fd);
  * another process): never spun on nor looked at again (lism_conn_set_shared);
  * true if its ring holds bytes counted silent now. */
 bool lism_fd_kernel_alone(int fd);
-bool lism_fd_silent(int fd);
 
 /* A wait this library cannot follow (an epoll fd it did not make, one
  * nested in another wait): no ring of the process spins or looks again. */
 void lism_fd_unseen_wait(const char *why);
+
+/* @fd, not decided yet, was put in epoll set @set while waits on it ran:
+ * once it is a ring, lism_poll_decided(@fd, @set) (exec/poll.c, borrow). */
+void lism_fd_borrow_later(int fd, void *set);
+void lism_poll_decided(int fd, void *set);
 
 /* @fd closes (or is replaced): the wait wrappers forget it. */
 void lism_poll_forget(int fd);

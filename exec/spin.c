@@ -115,17 +115,3 @@ void lism_spin_relax(__u64 since_ns, __u64 *last)
 	__asm__ __volatile__("yield");
 #endif
 }
-
-__u64 lism_spin_kernel_ns(void)
-{
-	static long long ns = -1;
-	long long v = __atomic_load_n(&ns, __ATOMIC_RELAXED);
-
-	if (v < 0) {
-		const char *s = getenv("LISM_KERNEL_LOOK_NS");
-
-		v = s && *s ? atoll(s) : LISM_SPIN_KERNEL_NS;
-		__atomic_store_n(&ns, v < 0 ? 0 : v, __ATOMIC_RELAXED);
-	}
-	return (__u64)v;
-}

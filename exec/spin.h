@@ -17,9 +17,7 @@
  *   every 2 us made sockperf's one-CPU ping-pong 3.3 us against TCP's 2.5,
  *   every look 0.95 us; across CPUs it costs 0.39 -> 0.53 us (docs/exec.md).
  *   A poll wrapper looks at the kernel for its other fds every
- *   LISM_SPIN_KERNEL_NS, in a spin and across waits that its rings keep
- *   busy (one that finds a ring ready asks the kernel only if the thread
- *   last did that long ago).
+ *   LISM_SPIN_KERNEL_NS.
  * - A ring another process holds too (after fork, or inherited across
  *   exec) is never spun on: a process killed while it spins would leave
  *   the other one asleep without its doorbell (exec/bell.h).
@@ -52,11 +50,6 @@ void lism_spin_result(bool found, __u32 max_us);
 
 /* The clock the spin reads. */
 __u64 lism_spin_now_ns(void);
-
-/* How often a wait kept busy by its rings looks at the kernel for its
- * other fds: LISM_SPIN_KERNEL_NS, or $LISM_KERNEL_LOOK_NS (0: at every
- * wait; the bench's ablation). */
-__u64 lism_spin_kernel_ns(void);
 
 /* LISM_SPIN_YIELD_NS, or $LISM_BUSY_POLL_YIELD_NS (the bench's ablation). */
 __u64 lism_spin_yield_ns(void);

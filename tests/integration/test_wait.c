@@ -285,6 +285,17 @@ Test(wait, a_socket_handed_to_epolloneshot_is_woken_for_bytes_already_there)
 	every_way("oneshot-late", 0, 900);
 }
 
+/*
+ * A socket read through the library's waits, then put in an epoll set that
+ * another thread already sleeps on: the peer's burst that came meanwhile
+ * has no doorbell, and that thread must be woken for it (exec/poll.c, borrow).
+ */
+Test(wait, a_socket_put_in_a_set_being_waited_on_wakes_its_waiter)
+{
+	up(NULL);
+	every_way("handoff-late", 0, 1000);
+}
+
 /* 16 KiB rings (the smallest): a blocking writer sleeps for room, a non-blocking one goes on in runs. */
 Test(wait, small_rings_with_full_ring_sleeps_and_runs)
 {

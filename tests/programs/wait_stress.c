@@ -16,7 +16,11 @@
  * then every wait through an EPOLLONESHOT registration re-armed each time:
  * the first one after a 20 ms pause, so that the peer's next burst is in
  * the ring before it, with no doorbell if the reader looked; exec/poll.c's
- * stand-in must say it).  A CPU of -1: not pinned.
+ * stand-in must say it), handoff-late (mixed for the first half, then the
+ * socket is put in an epoll set that another thread already waits on,
+ * after a 20 ms pause with the peer's burst in the ring: that thread must
+ * be woken for it; then level-triggered waits on that set).  A CPU of -1:
+ * not pinned.
  *
  * A round (wait_plan.h): the client sends a burst of 1..8 messages of 1 B
  * to 64 KiB, the server reads them and answers with a burst of its own.
@@ -59,9 +63,10 @@
 #include "slow.h"
 #include "wait_plan.h"
 
-enum { M_RECV, M_POLL, M_SELECT, M_EPOLL_LT, M_EPOLL_ET, M_MIXED, M_ONESHOT_LATE, M_ONESHOT };
+enum { M_RECV, M_POLL, M_SELECT, M_EPOLL_LT, M_EPOLL_ET, M_MIXED, M_ONESHOT_LATE, M_HANDOFF_LATE, M_ONESHOT,
+       M_HANDOFF };
 static const char *const method_names[] = { "recv", "poll", "select", "nb-epoll-lt", "nb-epoll-et", "mixed",
-					    "oneshot-late", "oneshot" };
+					    "oneshot-late", "handoff-late", "oneshot", "handoff" };
 #define N_WAYS M_MIXED /* the ones mixed turns through */
 
 #define WATCHDOG_S 10
@@ -108,7 +113,7 @@ static void stream_fill(struct stream *g, unsigned char *b, size_t n)
 struct side {
 	const char *name;
 	int id;              /* 0: server, 1: client */
-	int fd, ep_lt, ep_et, ep_os;
+	int fd, ep_lt, ep_et, ep_os, ep_ho;
 	int method, nonblock, rounds;
 	uint64_t plan, rnd;  /* the shared plan's draws; this side's own (delays, pieces, read sizes) */
 	struct stream tx, rx;
@@ -316,6 +321,38 @@ static size_t read_len(struct side *s)
 	return x & 3 ? RX_BUF : 1 + (size_t)((x >> 8) % 2048);
 }
 
+static void *handoff_waiter(void *arg)
+{
+	struct side *s = arg;
+	struct epoll_event ev;
+
+	return (void *)(long)epoll_wait(s->ep_ho, &ev, 1, -1);
+}
+
+/*
+ * The hand-off: a thread waits on a new, empty epoll set; after 20 ms (the
+ * peer's next burst in the ring) the socket is put in it, and that thread
+ * must wake with its event.
+ */
+static int handoff(struct side *s, uint64_t target)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	pthread_t t;
+	void *r;
+
+	if ((s->ep_ho = epoll_create1(EPOLL_CLOEXEC)) < 0 || pthread_create(&t, NULL, handoff_waiter, s))
+		return fail(s, "the hand-off's set or thread: %s", strerror(errno));
+	usleep(20000);
+	if (epoll_ctl(s->ep_ho, EPOLL_CTL_ADD, s->fd, &ev))
+		return fail(s, "epoll_ctl ADD to a set being waited on: %s", strerror(errno));
+	wait_begin(s, "epoll_wait of the thread the socket was handed to", M_HANDOFF, target);
+	pthread_join(t, &r);
+	wait_end(s);
+	if ((long)r != 1)
+		return fail(s, "the hand-off's wait said %ld", (long)r);
+	return 0;
+}
+
 /*
  * Read and check until the stream holds @target bytes (EOF_TARGET: until
  * its end, and not a byte more), waiting the method's way.
@@ -326,6 +363,10 @@ static int rx_until(struct side *s, uint64_t target)
 
 	if (m == M_ONESHOT_LATE)
 		m = s->round >= s->rounds / 2 ? M_ONESHOT : M_MIXED;
+	if (m == M_HANDOFF_LATE)
+		m = s->round >= s->rounds / 2 ? M_HANDOFF : M_MIXED;
+	if (m == M_HANDOFF && s->ep_ho < 0 && handoff(s, target))
+		return -1;
 	if (m == M_MIXED)
 		m = (int)((s->turn++ + (uint64_t)s->id * 2) % N_WAYS);
 	if (m == M_ONESHOT && s->ep_os < 0) {
@@ -333,7 +374,7 @@ static int rx_until(struct side *s, uint64_t target)
 		if ((s->ep_os = epoll_create1(EPOLL_CLOEXEC)) < 0)
 			return fail(s, "epoll_create1: %s", strerror(errno));
 	}
-	if (set_nonblock(s, m == M_EPOLL_LT || m == M_EPOLL_ET || m == M_ONESHOT))
+	if (set_nonblock(s, m == M_EPOLL_LT || m == M_EPOLL_ET || m == M_ONESHOT || m == M_HANDOFF))
 		return -1;
 	while (eof || m == M_EPOLL_ET || s->rx_bytes < target) {
 		size_t len = read_len(s);
@@ -380,8 +421,9 @@ static int rx_until(struct side *s, uint64_t target)
 			break;
 		}
 		case M_EPOLL_LT:
+		case M_HANDOFF:
 			wait_begin(s, "epoll_wait", m, target);
-			epoll_wait(s->ep_lt, &ev, 1, -1);
+			epoll_wait(m == M_HANDOFF ? s->ep_ho : s->ep_lt, &ev, 1, -1);
 			wait_end(s);
 			r = recv(s->fd, s->in, len, MSG_DONTWAIT);
 			s->spurious += r < 0 && errno == EAGAIN;
@@ -458,7 +500,7 @@ static int side_open(struct side *s, int fd, int method, uint64_t seed)
 
 	s->fd = fd;
 	s->method = method;
-	s->ep_os = -1;
+	s->ep_os = s->ep_ho = -1;
 	s->plan = wait_seed(seed, WAIT_PLAN_SALT);
 	s->rnd = wait_seed(seed, SALT_OWN + (uint64_t)s->id);
 	stream_init(&s->tx, seed, s->id ? SALT_UP : SALT_DOWN);
@@ -570,11 +612,11 @@ int main(int argc, char **argv)
 	long long t0;
 	uint64_t seed;
 
-	for (int i = 0; argc == 6 && i <= M_ONESHOT_LATE; i++)
+	for (int i = 0; argc == 6 && i <= M_HANDOFF_LATE; i++)
 		if (!strcmp(argv[1], method_names[i]))
 			method = i;
 	if (method < 0) {
-		fprintf(stderr, "usage: wait-stress recv|poll|select|nb-epoll-lt|nb-epoll-et|mixed|oneshot-late SERVER_CPU CLIENT_CPU "
+		fprintf(stderr, "usage: wait-stress recv|poll|select|nb-epoll-lt|nb-epoll-et|mixed|oneshot-late|handoff-late SERVER_CPU CLIENT_CPU "
 				"ROUNDS SEED\n");
 		return 2;
 	}
