@@ -539,13 +539,23 @@ bool lism_conn_kernel_says(struct lism_conn *c, int fd)
 bool lism_conn_set_shared(struct lism_conn *c)
 {
 	/* a wait elsewhere may not look at the ring: its doorbells ring from
-	 * now on.  No lock (fork's handler, a signal handler may be here): a
-	 * take or a spin that set POLLING looks at shared after it (both
-	 * sequentially consistent), and ends it if this came first
-	 * (unshare_check) */
+	 * now on.  No lock (fork's handler may be here): a take or a spin
+	 * that set POLLING looks at shared after it, past a fence as this
+	 * does, and ends it if this came first (unshare_check) */
 	__atomic_store_n(&c->shared, 1, __ATOMIC_SEQ_CST);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return lism_ring_rx_poll_end(&c->map.rx);
+}
+
+bool lism_conn_kernel_alone(struct lism_conn *c)
+{
+	(void)lism_conn_set_shared(c);
+	/* a take in flight may have looked after set_shared's end of POLLING
+	 * (its own look-again ends it, and leaves its bytes silent): through
+	 * the rx lock, every take that saw the ring unshared is over */
+	lock(c, &c->rx_lock);
+	pthread_mutex_unlock(&c->rx_lock);
+	return lism_ring_rx_silent(&c->map.rx);
 }
 
 /* After POLLING may have been set: end it if the ring became shared meanwhile (set_shared). */
@@ -554,11 +564,6 @@ static void unshare_check(struct lism_conn *c)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* against set_shared's: one of the two sees the other */
 	if (__atomic_load_n(&c->shared, __ATOMIC_SEQ_CST))
 		(void)lism_ring_rx_poll_end(&c->map.rx);
-}
-
-bool lism_conn_silent(struct lism_conn *c)
-{
-	return lism_ring_rx_silent(&c->map.rx);
 }
 
 /*

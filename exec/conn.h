@@ -143,10 +143,13 @@ bool lism_conn_sandboxed(void);
  * A wait this library does not make may watch the ring (another process
  * holds it too, after fork or exec; EPOLLONESHOT; a process whose waits
  * it cannot follow): no spin and no look from now on.  True if bytes are
- * counted silent now (bell.h): the kernel will not say them readable
- * until their reader empties the ring (lism_conn_silent).
+ * counted silent as it ends POLLING (bell.h): the kernel will not say them
+ * readable until their reader empties the ring; a take in flight may
+ * still make some silent (lism_conn_kernel_alone waits for it).
  */
 bool lism_conn_set_shared(struct lism_conn *c);
+/* set_shared, then past every take in flight (the rx lock): whether bytes are silent now, for sure. */
+bool lism_conn_kernel_alone(struct lism_conn *c);
 
 /*
  * The process's waits are this library's (liblism.so interposes them):
@@ -162,7 +165,6 @@ void lism_conn_readers_look(void);
  * its rings (POLLING ended on one shared meanwhile). */
 bool lism_conn_readers_looking(void);
 void lism_conn_look_end(struct lism_conn *c);
-bool lism_conn_silent(struct lism_conn *c);
 
 /* $LISM_EXEC_DEBUG set: say on stderr why a connection failed (a reset, a broken pipe). */
 void lism_exec_debug(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

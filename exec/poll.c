@@ -532,13 +532,7 @@ struct reg {
 	__u64 data;
 	__u64 said;  /* EPOLLET: the ring's producer and state when it was last said */
 	int standin; /* EPOLLONESHOT over silent bytes: the eventfd in the kernel's set for it; -1 */
-};
-
-/* A ring put in a set while waits on it run: counted asleep for them (eset_leave). */
-struct borrow {
-	struct lism_conn *c;
-	void *ref;
-	int wake; /* an eventfd that wakes one of them with the ring's event, for its silent bytes; -1 */
+	int wake;    /* put in while waits ran, over silent bytes: the eventfd that wakes one; -1 */
 };
 
 struct eset {
@@ -546,8 +540,6 @@ struct eset {
 	int epfd;
 	int made;        /* by this image's epoll_create (an epoll fd it can follow), and not closed since */
 	int waiting;     /* waits on the set that collected their rings and have not ended */
-	struct borrow *borrowed;
-	int nborrowed, borrowed_cap;
 	int cap;         /* of by_fd */
 	struct reg *by_fd;
 	int nring, ring_cap;
@@ -619,78 +611,55 @@ static void eset_del(struct eset *s, int fd)
 		return;
 	ring_drop(s, fd);
 	standin_drop(s, &s->by_fd[fd]);
+	eventfd_drop(s, s->by_fd[fd].wake);
+	s->by_fd[fd].wake = -1;
 	s->by_fd[fd].used = 0;
 }
 
 /*
- * A ring socket put in @s (@s locked) while waits on @s run that did not
- * collect it: those waits do not end its look, nor count themselves
- * asleep on it (bell.h), so the set does it for them until the last of
- * them ends (eset_leave), and wakes one with its event if it holds bytes
- * with no doorbell.  Undecided, it is done when it is decided
- * (lism_poll_decided).
+ * A ring socket put in @s (@s locked) while waits on @s run: they
+ * collected their rings before it, so they would neither end its look nor
+ * count themselves asleep on it (bell.h).  It is the kernel's alone from
+ * then on (lism_fd_kernel_alone: its crossings ring), and if it held bytes
+ * with no doorbell, a one-shot eventfd with its event wakes one of them.
  */
-static void borrow(struct eset *s, int fd)
+static void handed(struct eset *s, int fd)
 {
 	struct reg *r = &s->by_fd[fd];
-	struct borrow *b;
-	struct lism_conn *c;
-	void *ref;
+	struct epoll_event wev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = r->data };
+	int e;
 
-	if (!s->waiting)
+	if (!s->waiting || !lism_fd_kernel_alone(fd))
 		return;
-	if (!(c = lism_fd_ring(fd, &ref))) {
-		if (!ref)
-			lism_fd_borrow_later(fd, s);
+	eventfd_drop(s, r->wake);
+	r->wake = -1;
+	e = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (e >= 0 && !REAL(epoll_ctl)(s->epfd, EPOLL_CTL_ADD, e, &wev)) {
+		r->wake = e;
 		return;
 	}
-	if (s->nborrowed == s->borrowed_cap) {
-		int cap = s->borrowed_cap ? 2 * s->borrowed_cap : 8;
-		struct borrow *g = realloc(s->borrowed, (size_t)cap * sizeof(*g));
-
-		if (!g) {
-			lism_fd_put(ref);
-			lism_fd_unseen_wait("no memory for a ring put in a set being waited on");
-			return;
-		}
-		s->borrowed = g;
-		s->borrowed_cap = cap;
-	}
-	b = &s->borrowed[s->nborrowed++];
-	*b = (struct borrow){ .c = c, .ref = ref, .wake = -1 };
-	if (lism_conn_sleep_begin(c)) {
-		struct epoll_event wev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = r->data };
-		int e = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
-
-		if (e >= 0 && !REAL(epoll_ctl)(s->epfd, EPOLL_CTL_ADD, e, &wev))
-			b->wake = e;
-		else if (e >= 0)
-			syscall(SYS_close, e);
-	}
+	if (e >= 0)
+		syscall(SYS_close, e);
+	lism_exec_debug(fd, "put in an epoll set being waited on, over bytes with no doorbell, and no eventfd to "
+			    "wake a waiter: %s", strerror(errno));
 }
 
 static void eset_leave(struct eset *s)
 {
 	pthread_mutex_lock(&s->lock);
-	if (!--s->waiting) {
-		for (int i = 0; i < s->nborrowed; i++) {
-			lism_conn_sleep_end(s->borrowed[i].c);
-			eventfd_drop(s, s->borrowed[i].wake);
-			lism_fd_put(s->borrowed[i].ref);
-		}
-		s->nborrowed = 0;
-	}
+	s->waiting--;
 	pthread_mutex_unlock(&s->lock);
 }
 
-void lism_poll_decided(int fd, void *set)
+/* A fork's child: none of its threads waits (the parent's counts are the parent's). */
+void lism_poll_forked(void)
 {
-	struct eset *s = set;
+	for (int e = 0, end = __atomic_load_n(&esets_end, __ATOMIC_RELAXED); e < end; e++) {
+		struct eset *s = __atomic_load_n(&esets[e], __ATOMIC_ACQUIRE);
 
-	pthread_mutex_lock(&s->lock);
-	if (fd < s->cap && s->by_fd[fd].used && s->by_fd[fd].ring_at >= 0)
-		borrow(s, fd);
-	pthread_mutex_unlock(&s->lock);
+		if (s)
+			s->waiting = 0;
+	}
 }
 
 /* Keep @fd's registration; @ring: a ring socket's to spin on. */
@@ -710,7 +679,7 @@ static void eset_put(struct eset *s, int fd, const struct epoll_event *ev, bool 
 			return;
 		}
 		for (int i = s->cap; i < cap; i++)
-			g[i] = (struct reg){ .ring_at = -1, .standin = -1 };
+			g[i] = (struct reg){ .ring_at = -1, .standin = -1, .wake = -1 };
 		s->by_fd = g;
 		s->cap = cap;
 	}
@@ -739,7 +708,7 @@ static void eset_put(struct eset *s, int fd, const struct epoll_event *ev, bool 
 	r->ring_at = s->nring;
 	s->rings[s->nring++] = fd;
 	__atomic_add_fetch(&regs, 1, __ATOMIC_RELAXED);
-	borrow(s, fd);
+	handed(s, fd);
 }
 
 /* Whether another registration of the set has @data too (its event would be @fd's). */
@@ -1000,7 +969,7 @@ static int epoll_rings(int epfd, struct epoll_event *ev, int max, int ms, const 
 
 	if (s && max > 0) {
 		pthread_mutex_lock(&s->lock);
-		s->waiting++; /* a ring put in from now on is borrowed for this wait (borrow) */
+		s->waiting++; /* a ring put in from now on is the kernel's alone (handed) */
 		w.set = s;
 		for (int i = 0; i < s->nring; i++)
 			if (waiter_add(&w, s->rings[i], s->rings[i]))

@@ -56,7 +56,6 @@ struct fdent {
 	int state;               /* FD_* */
 	int shared;              /* a wait elsewhere may watch it: fork, exec, EPOLLONESHOT, SCM_RIGHTS, ... */
 	pthread_mutex_t setup;   /* the decision, once */
-	void *borrow;            /* the epoll set to tell once it is a ring (lism_fd_borrow_later) */
 	struct lism_conn *conn;  /* FD_RING */
 	struct fdent *next_free;
 };
@@ -153,7 +152,6 @@ static struct fdent *ent_new(int state)
 	e->state = state;
 	e->shared = 0;
 	e->conn = NULL;
-	e->borrow = NULL;
 	__atomic_store_n(&e->refs, 1, __ATOMIC_RELEASE);
 	return e;
 }
@@ -244,7 +242,6 @@ static int established(int fd)
  */
 static void decide(int fd, struct fdent *e)
 {
-	void *borrow;
 	struct lism_exec_info in;
 	struct lism_exec_map m;
 	struct linger lg = { 1, 0 };
@@ -271,6 +268,7 @@ static void decide(int fd, struct fdent *e)
 			e->conn->busy_us = lism_spin_bound_us(fd);
 			__atomic_store_n(&e->state, FD_RING, __ATOMIC_SEQ_CST);
 			/* after the state: lism_fd_unseen_wait sets its flag, then looks at the state */
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 			if (__atomic_load_n(&e->shared, __ATOMIC_SEQ_CST) || __atomic_load_n(&unseen_waits, __ATOMIC_SEQ_CST))
 				(void)lism_conn_set_shared(e->conn);
 			goto out;
@@ -292,26 +290,7 @@ static void decide(int fd, struct fdent *e)
 	REAL(shutdown)(fd, SHUT_RDWR);
 	e->state = FD_ABORTED;
 out:
-	borrow = e->state == FD_RING && !e->shared ? e->borrow : NULL;
-	if (e->state != FD_PENDING)
-		e->borrow = NULL;
 	pthread_mutex_unlock(&e->setup);
-	/* after the lock: the set's lock comes first elsewhere (exec/poll.c) */
-	if (borrow)
-		lism_poll_decided(fd, borrow);
-}
-
-void lism_fd_borrow_later(int fd, void *set)
-{
-	struct fdent *e = ent_get(fd);
-
-	if (!e)
-		return;
-	pthread_mutex_lock(&e->setup);
-	if (e->state == FD_PENDING)
-		e->borrow = set;
-	pthread_mutex_unlock(&e->setup);
-	ent_put(e, -1);
 }
 
 /*
@@ -382,7 +361,7 @@ bool lism_fd_kernel_alone(int fd)
 	if (e) {
 		ent_share(fd, e);
 		if (e->state == FD_RING)
-			silent = lism_conn_silent(e->conn);
+			silent = lism_conn_kernel_alone(e->conn);
 		ent_put(e, -1);
 	}
 	return silent;
@@ -394,7 +373,7 @@ void lism_fd_unseen_wait(const char *why)
 
 	if (__atomic_load_n(&unseen_waits, __ATOMIC_ACQUIRE) == 2)
 		return;
-	if (!__atomic_compare_exchange_n(&unseen_waits, &was, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+	if (!__atomic_compare_exchange_n(&unseen_waits, &was, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE)) {
 		/* another thread shares them: this wait sleeps only once they are */
 		while (__atomic_load_n(&unseen_waits, __ATOMIC_ACQUIRE) != 2)
 			sched_yield();
@@ -402,6 +381,7 @@ void lism_fd_unseen_wait(const char *why)
 	}
 	lism_exec_debug(-1, "%s: this process's waits are not all liblism's; its rings neither spin nor look "
 			    "from now on", why);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* against decide's: it sees the flag, or this sees its ring */
 	each_ent(ent_share_now);
 	__atomic_store_n(&unseen_waits, 2, __ATOMIC_RELEASE);
 }
@@ -909,9 +889,9 @@ static void each_ent(void (*fn)(int fd, struct fdent *e))
 }
 
 /*
- * ent_share with no lock (lism_fd_unseen_wait, maybe in a signal handler
- * whose thread holds it): the flag is set first, and a decision in flight
- * looks at it after it made the ring (decide).
+ * ent_share with no lock (lism_fd_unseen_wait, whose caller may hold one
+ * under an epoll set's lock): the flag is set first, and a decision in
+ * flight looks at it after it made the ring (decide).
  */
 static void ent_share_now(int fd, struct fdent *e)
 {
@@ -949,7 +929,7 @@ __attribute__((constructor)) static void start(void)
 
 	resolve();
 	lism_conn_readers_look(); /* every wait is interposed from here on (exec/poll.c) */
-	pthread_atfork(forking, NULL, NULL);
+	pthread_atfork(forking, NULL, lism_poll_forked);
 	snprintf(device_path, sizeof(device_path), "%s", lism_exec_device_path());
 	d = opendir("/proc/self/fd");
 	if (!d)

@@ -28,10 +28,8 @@ bool lism_fd_kernel_alone(int fd);
  * nested in another wait): no ring of the process spins or looks again. */
 void lism_fd_unseen_wait(const char *why);
 
-/* @fd, not decided yet, was put in epoll set @set while waits on it ran:
- * once it is a ring, lism_poll_decided(@fd, @set) (exec/poll.c, borrow). */
-void lism_fd_borrow_later(int fd, void *set);
-void lism_poll_decided(int fd, void *set);
+/* A fork's child: no wait of its runs (exec/poll.c). */
+void lism_poll_forked(void);
 
 /* @fd closes (or is replaced): the wait wrappers forget it. */
 void lism_poll_forget(int fd);
