@@ -178,10 +178,6 @@ static void waiter_cleanup(void *arg)
  * The wait (rules above): the kernel's count with the rings' merged in,
  * or -1 and errno.  @spin: whether it may spin (no signal mask, no sandbox).
  */
-/*
- * The wait (rules above): the kernel's count with the rings' merged in,
- * or -1 and errno.  @spin: whether it may spin (no signal mask, no sandbox).
- */
 static int wait_rings(struct waiter *w, int ms, bool spin)
 {
 	__u64 t0 = lism_spin_now_ns(), budget = 0, t = 0, yielded = 0, asked = 0;

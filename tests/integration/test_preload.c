@@ -176,7 +176,7 @@ static void assert_accounted(const char *line, unsigned long long total)
 	cr_assert(in == out || in == out + 1, "ring %llu + tcp %llu != %llu + doorbells %llu + reply %llu + FIN (runs %llu)",
 		  (unsigned long long)t.bytes, field(line, "tcp "), total, (unsigned long long)t.doorbells, reply,
 		  (unsigned long long)t.runs);
-	cr_assert_gt(t.doorbells, 0);
+	/* doorbells may be none: a reader that keeps up spins or looks (exec/bell.h) */
 }
 
 Test(preload, ten_gib_checksummed_through_a_ring_with_only_doorbells_on_tcp)

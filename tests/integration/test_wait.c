@@ -164,7 +164,7 @@ enum { RING = 1, SMALL_RINGS = 2 };
  * more, and its TCP bytes must be its doorbells (with SMALL_RINGS: its
  * doorbells and runs, and there must be runs).
  */
-static void stress(const char *method, int cpu_s, int cpu_c, const char *busy, uint64_t seed, int how)
+static unsigned long long stress(const char *method, int cpu_s, int cpu_c, const char *busy, uint64_t seed, int how)
 {
 	char cmd[PATH_MAX * 3], out[8192], *line, what[128];
 	uint64_t msgs, bytes;
@@ -207,7 +207,6 @@ static void stress(const char *method, int cpu_s, int cpu_c, const char *busy, u
 
 		cr_assert_eq(s1.stats[LISM_S_RING_PAIRS] - s0.stats[LISM_S_RING_PAIRS], 1, "%s: no ring pair", what);
 		cr_assert_eq(d1.attaches - d0.attaches, 2, "%s: both ends take the ring from the device", what);
-		cr_assert_gt(bells, 0, "%s: no doorbells", what);
 		/* what TCP carried: a byte per doorbell and the runs' bytes, none of which the ring did;
 		 * TCP_INFO's bytes_received counts each end's FIN too */
 		cr_assert_eq(ring + tcp, bytes + bells + 2,
@@ -224,6 +223,7 @@ static void stress(const char *method, int cpu_s, int cpu_c, const char *busy, u
 	}
 	cr_assert_lt(ms, scaled_ms(RUN_LIMIT_MS), "%s: %lld ms", what, ms);
 	cr_log_info("%s: %s (%lld ms)", what, line, ms);
+	return (how & RING) ? d1.doorbells - d0.doorbells : 0;
 }
 
 /* @method on two CPUs and on one, LISM_BUSY_POLL_US unset, 0 and 50. */
@@ -232,10 +232,15 @@ static void every_way(const char *method, int how, uint64_t seed)
 	static const char *const busy[] = { NULL, "0", "50" };
 	int cpu[2];
 
+	unsigned long long bells = 0;
+
 	two_cpus(cpu);
 	for (int same = 0; same < 2; same++)
 		for (int b = 0; b < 3; b++)
-			stress(method, cpu[0], cpu[same ? 0 : 1], busy[b], seed + (uint64_t)(same * 3 + b), how | RING);
+			bells += stress(method, cpu[0], cpu[same ? 0 : 1], busy[b], seed + (uint64_t)(same * 3 + b),
+					how | RING);
+	/* one run may ring none (its reader always spun or looked: bell.h); six do */
+	cr_assert_gt(bells, 0, "%s: no doorbells in six runs", method);
 }
 
 Test(wait, a_blocking_recv_is_woken_for_every_message)
@@ -288,7 +293,7 @@ Test(wait, a_socket_handed_to_epolloneshot_is_woken_for_bytes_already_there)
 /*
  * A socket read through the library's waits, then put in an epoll set that
  * another thread already sleeps on: the peer's burst that came meanwhile
- * has no doorbell, and that thread must be woken for it (exec/poll.c, borrow).
+ * has no doorbell, and that thread must be woken for it (exec/poll.c, handed).
  */
 Test(wait, a_socket_put_in_a_set_being_waited_on_wakes_its_waiter)
 {
