@@ -536,7 +536,7 @@ bool lism_conn_kernel_says(struct lism_conn *c, int fd)
 	return ev != 0;
 }
 
-bool lism_conn_set_shared(struct lism_conn *c)
+void lism_conn_set_shared(struct lism_conn *c)
 {
 	/* a wait elsewhere may not look at the ring: its doorbells ring from
 	 * now on.  No lock (fork's handler may be here): a take or a spin
@@ -544,12 +544,12 @@ bool lism_conn_set_shared(struct lism_conn *c)
 	 * does, and ends it if this came first (unshare_check) */
 	__atomic_store_n(&c->shared, 1, __ATOMIC_SEQ_CST);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return lism_ring_rx_poll_end(&c->map.rx);
+	(void)lism_ring_rx_poll_end(&c->map.rx);
 }
 
 bool lism_conn_kernel_alone(struct lism_conn *c)
 {
-	(void)lism_conn_set_shared(c);
+	lism_conn_set_shared(c);
 	/* a take in flight may have looked after set_shared's end of POLLING
 	 * (its own look-again ends it, and leaves its bytes silent): through
 	 * the rx lock, every take that saw the ring unshared is over */

@@ -142,13 +142,13 @@ bool lism_conn_sandboxed(void);
 /*
  * A wait this library does not make may watch the ring (another process
  * holds it too, after fork or exec; EPOLLONESHOT; a process whose waits
- * it cannot follow): no spin and no look from now on.  True if bytes are
- * counted silent as it ends POLLING (bell.h): the kernel will not say them
- * readable until their reader empties the ring; a take in flight may
- * still make some silent (lism_conn_kernel_alone waits for it).
+ * it cannot follow): no spin and no look from now on; POLLING ends.
+ * Bytes already counted silent stay so (bell.h) until their reader
+ * empties the ring.  Lock-free (fork's handler calls it).
  */
-bool lism_conn_set_shared(struct lism_conn *c);
-/* set_shared, then past every take in flight (the rx lock): whether bytes are silent now, for sure. */
+void lism_conn_set_shared(struct lism_conn *c);
+/* set_shared, then past every take in flight (the rx lock): whether bytes are silent now
+ * (the kernel will not say them), for sure. */
 bool lism_conn_kernel_alone(struct lism_conn *c);
 
 /*

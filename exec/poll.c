@@ -586,6 +586,21 @@ static void ring_drop(struct eset *s, int fd)
 	__atomic_sub_fetch(&regs, 1, __ATOMIC_RELAXED);
 }
 
+/* An eventfd of this library's, always readable, in @s's kernel set with @ev: its fd, or -1 and errno. */
+static int eventfd_add(struct eset *s, const struct epoll_event *ev)
+{
+	int e = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
+
+	if (e >= 0 && REAL(epoll_ctl)(s->epfd, EPOLL_CTL_ADD, e, (struct epoll_event *)ev)) {
+		int saved = errno;
+
+		syscall(SYS_close, e);
+		errno = saved;
+		e = -1;
+	}
+	return e;
+}
+
 /* An eventfd of this library's out of @s's kernel set, and closed (a copy a fork made is the child's). */
 static void eventfd_drop(struct eset *s, int e)
 {
@@ -623,21 +638,14 @@ static void handed(struct eset *s, int fd)
 {
 	struct reg *r = &s->by_fd[fd];
 	struct epoll_event wev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = r->data };
-	int e;
 
 	if (!s->waiting || !lism_fd_kernel_alone(fd))
 		return;
 	eventfd_drop(s, r->wake);
-	r->wake = -1;
-	e = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (e >= 0 && !REAL(epoll_ctl)(s->epfd, EPOLL_CTL_ADD, e, &wev)) {
-		r->wake = e;
-		return;
-	}
-	if (e >= 0)
-		syscall(SYS_close, e);
-	lism_exec_debug(fd, "put in an epoll set being waited on, over bytes with no doorbell, and no eventfd to "
-			    "wake a waiter: %s", strerror(errno));
+	r->wake = eventfd_add(s, &wev);
+	if (r->wake < 0)
+		lism_exec_debug(fd, "put in an epoll set being waited on, over bytes with no doorbell, and no eventfd to "
+				    "wake a waiter: %s", strerror(errno));
 }
 
 static void eset_leave(struct eset *s)
@@ -776,16 +784,15 @@ EXPORT int epoll_create1(int flags)
  * readable stands in for the socket in the kernel's set, with its events
  * and data: the wait that takes the shot reads the ring, as it would have
  * for a doorbell.  A MOD re-arms the stand-in while they still are, else
- * puts the socket itself in; a DEL, a close of either fd, or the socket's
- * own registration ends it.  Called with @s locked.
+ * puts the socket itself in; a DEL, a MOD without EPOLLONESHOT, or a close
+ * of the socket or the epoll fd ends it.  Called with @s locked.
  */
 static int oneshot_ctl(struct eset *s, int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct reg *r = fd < s->cap && s->by_fd[fd].used ? &s->by_fd[fd] : NULL;
+	struct epoll_event sev = *ev;
 	bool silent;
 	int e;
-
-	struct epoll_event sev = *ev;
 
 	/* the stand-in says input alone: an eventfd is writable whatever the socket is */
 	sev.events &= ~(__u32)(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
@@ -804,15 +811,8 @@ static int oneshot_ctl(struct eset *s, int epfd, int op, int fd, struct epoll_ev
 	} else if (silent) {
 		if (op == EPOLL_CTL_MOD && REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, NULL))
 			return -1;
-		e = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (e < 0 || REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, e, &sev)) {
-			int saved = errno;
-
-			if (e >= 0)
-				syscall(SYS_close, e);
-			errno = saved;
+		if ((e = eventfd_add(s, &sev)) < 0)
 			return -1;
-		}
 		eset_put(s, fd, ev, false);
 		s->by_fd[fd].standin = e;
 		lism_exec_debug(fd, "EPOLLONESHOT over bytes with no doorbell: eventfd %d stands in for it", e);
@@ -845,8 +845,7 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 				return -1;
 			}
 			/* out of its one shot: the socket itself from now on (or nothing) */
-			standin_drop(s, &s->by_fd[fd]);
-			s->by_fd[fd].used = 0;
+			eset_del(s, fd);
 			r = op == EPOLL_CTL_DEL ? 0 : REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, fd, ev);
 			if (!r && op != EPOLL_CTL_DEL) /* level or edge: this library's waits say its silent bytes */
 				eset_put(s, fd, ev, ev && (ev->events & EPOLLIN));

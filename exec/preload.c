@@ -270,7 +270,7 @@ static void decide(int fd, struct fdent *e)
 			/* after the state: lism_fd_unseen_wait sets its flag, then looks at the state */
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 			if (__atomic_load_n(&e->shared, __ATOMIC_SEQ_CST) || __atomic_load_n(&unseen_waits, __ATOMIC_SEQ_CST))
-				(void)lism_conn_set_shared(e->conn);
+				lism_conn_set_shared(e->conn);
 			goto out;
 		}
 		lism_exec_detach(&m);
@@ -898,7 +898,7 @@ static void ent_share_now(int fd, struct fdent *e)
 	(void)fd;
 	__atomic_store_n(&e->shared, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&e->state, __ATOMIC_SEQ_CST) == FD_RING)
-		(void)lism_conn_set_shared(e->conn);
+		lism_conn_set_shared(e->conn);
 }
 
 static void ent_share(int fd, struct fdent *e)
@@ -907,7 +907,7 @@ static void ent_share(int fd, struct fdent *e)
 	pthread_mutex_lock(&e->setup); /* against a decide in flight */
 	e->shared = 1;
 	if (e->state == FD_RING)
-		(void)lism_conn_set_shared(e->conn);
+		lism_conn_set_shared(e->conn);
 	pthread_mutex_unlock(&e->setup);
 }
 
