@@ -198,10 +198,11 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 }
 
 /* Take @n from the doorbell word after consuming them: owe a doorbell if
- * the rule says so; -EPROTO if the word is none the rule can make. */
-static int take(struct lism_ring_rx *rx, __u64 n, bool look)
+ * the rule says so; -EPROTO if the word is none the rule can make.  @old:
+ * the word as loaded last (a stale one costs a failed exchange, no more). */
+static int take(struct lism_ring_rx *rx, __u64 n, bool look, __u64 old)
 {
-	__u64 old = LOAD(&rx->dir->prod.bell), w;
+	__u64 w;
 	bool owes;
 
 	do {
@@ -241,6 +242,7 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 {
 	size_t want = iov_total(iov, iovcnt);
 	__u32 state;
+	__u64 w = 0;
 	__s64 n;
 	int run;
 
@@ -254,7 +256,22 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 	run = load_run(rx); /* before the cursor too: the producer is past a run's start */
 	if (run < 0)
 		return run;
-	n = load_unread(rx);
+	n = 0;
+	if (!run && !rx->eof) {
+		/* counted bytes were published before they were counted: while
+		 * the count is above 0 the writer's cursor line stays in its cache
+		 * (a lying count of at most the DMB moves our cursor past the
+		 * writer's, and the next load_unread() says -EPROTO; no copy
+		 * leaves the DMB) */
+		w = LOAD(&rx->dir->prod.bell);
+		if (lism_bell_valid(w, rx->size) && lism_bell_unread(w) > 0) {
+			n = lism_bell_unread(w);
+			if (n > (__s64)rx->size) /* more than the DMB holds: under the rx lock, a lie */
+				return rx->err = -EPROTO;
+		}
+	}
+	if (!n)
+		n = load_unread(rx);
 	if (n < 0)
 		return n;
 	if (run) {
@@ -283,7 +300,7 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 		/* after the cursor; the writer adds after it publishes, so the
 		 * count may go below 0 for a moment: only a crossing from above
 		 * 0 to 0 or below owes a doorbell, and only if one rang (bell.h) */
-		if (take(rx, (__u64)n, flags & LISM_RING_LOOK))
+		if (take(rx, (__u64)n, flags & LISM_RING_LOOK, w ? w : LOAD(&rx->dir->prod.bell)))
 			return rx->err = -EPROTO;
 	}
 	return n;
@@ -367,9 +384,14 @@ ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iov
 		return -EXDEV;
 	if (tx->state || (LOAD(&tx->dir->cons.state) & LISM_RING_READER_CLOSED))
 		return -EPIPE;
-	used = load_used(tx);
-	if (used < 0)
-		return used;
+	/* the room seen last is a lower bound: the reader's cursor line only
+	 * when it is short */
+	used = distance(tx->cons_seen, tx->prod, tx->size);
+	if ((size_t)(tx->size - used) < want || !want) {
+		used = load_used(tx);
+		if (used < 0)
+			return used;
+	}
 	n = tx->size - used;
 	if (!n)
 		return want ? -EAGAIN : 0;

@@ -10,7 +10,9 @@
  *   checked (count < size, 0 <= producer - consumer <= size, never moving
  *   back) and a broken check makes that direction's every later call fail
  *   with -EPROTO, which the caller turns into a reset of the connection.
- *   Once recv said a reset or the end of the stream, it says it again,
+ *   It is loaded when needed: by a writer whose room seen last is short,
+ *   by a reader whose read the unread count (at most the DMB) does not
+ *   cover.  Once recv said a reset or the end of the stream, it says it again,
  *   whatever the peer writes after.  No call reads or writes
  *   outside the mapping whatever the header holds.
  * - One caller at a time per rx and per tx: the caller serializes (threads,

@@ -8,10 +8,10 @@
  *
  * Each direction's cursors are CDC-style {wrap, count} (cursor.h) packed
  * into one 64-bit word, so that a load sees both halves of one store.  The
- * producer line is written by the writer and the consumer line by the
- * reader, each on its own cache line; the exceptions are the writer's wait
- * flag (set by the writer, taken by the reader that frees room) and the
- * doorbell word (both sides, by atomic operations).
+ * producer lines are written by the writer and the consumer lines by the
+ * reader; the exceptions are the writer's wait flag (set by the writer,
+ * taken by the reader that frees room) and the doorbell word (both sides,
+ * by atomic operations).
  *
  * Invariant: 0 <= producer - consumer <= dmb_size.  The header is shared
  * with another process, so it is untrusted: each end keeps its own cursor
@@ -45,7 +45,7 @@
 #include "cursor.h"
 
 #define LISM_RING_MAGIC    0x676e69726d73696cULL /* "lismring" */
-#define LISM_RING_VERSION  3
+#define LISM_RING_VERSION  4
 #define LISM_RING_HDR_SIZE 4096u
 #define LISM_RING_LINE     64
 
@@ -62,17 +62,28 @@ enum {
 
 #define LISM_RING_RUNS 4
 
+/*
+ * Each direction is laid out by who writes what how often, so that a
+ * stream of small messages moves one shared line per message (the
+ * doorbell word), not four: the producer cursor's line is the writer's
+ * alone (the reader reads the count instead while it is above 0), the
+ * consumer cursor's the reader's (the writer reloads it only when the room
+ * it last saw is short), and what either side reads on every call but
+ * writes rarely (states, runs, the writer's wait flag) has lines of its own.
+ */
 struct lism_ring_prod {
 	__u64 cursor;       /* lism_cursor_pack(): bytes written into the DMB */
-	__u32 state;        /* LISM_RING_DONE_WRITING, _CLOSED, _ABORT */
-	__u32 writer_waits; /* the writer sleeps for room: the reader rings once it frees some */
+	__u64 bells;        /* doorbells sent so far (the writer's count, for a re-attach) */
+	__u8 pad0[LISM_RING_LINE - 16];
 	__u64 bell;         /* the doorbell word (exec/bell.h): bytes counted, less those
 			       consumed (the writer adds after it publishes, the reader takes
 			       after it consumes, so it stays in [-dmb_size, 2 * dmb_size]),
 			       biased, and the reader's POLLING and SILENT flags */
-	__u64 bells;        /* doorbells sent so far (the writer's count, for a re-attach) */
+	__u8 pad1[LISM_RING_LINE - 8];
+	__u32 state;        /* LISM_RING_DONE_WRITING, _CLOSED, _ABORT */
+	__u32 writer_waits; /* the writer sleeps for room: the reader rings once it frees some */
 	__u64 runs;         /* runs started so far; run i is in run[i % LISM_RING_RUNS] */
-	__u8 pad[LISM_RING_LINE - 40];
+	__u8 pad2[LISM_RING_LINE - 16];
 };
 
 /* A stretch of the stream that goes through TCP; written by the writer. */
@@ -85,13 +96,13 @@ struct lism_ring_run {
 };
 
 struct lism_ring_cons {
-	__u64 cursor;       /* lism_cursor_pack(): bytes read out of the DMB */
 	__u32 state;        /* LISM_RING_READER_CLOSED */
-	__u32 pad0;
+	__u8 pad0[LISM_RING_LINE - 4];
+	__u64 cursor;       /* lism_cursor_pack(): bytes read out of the DMB */
 	__u64 eaten;        /* doorbells eaten so far (the reader's count, for a re-attach) */
 	__u64 runs_done;    /* runs read to their end */
 	__u64 run_read;     /* bytes read of run runs_done */
-	__u8 pad[LISM_RING_LINE - 40];
+	__u8 pad1[LISM_RING_LINE - 32];
 };
 
 struct lism_ring_dir {

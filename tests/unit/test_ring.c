@@ -44,6 +44,9 @@ static void pair_close(struct pair *p)
 	free(p->mem);
 }
 
+/* a message longer than the room a writer saw after its first 8 bytes into a 64-byte DMB */
+static const char big[64];
+
 static ssize_t send_buf(struct lism_ring_tx *tx, const void *buf, size_t n)
 {
 	struct iovec iov = { (void *)buf, n };
@@ -83,7 +86,14 @@ Test(ring, init_and_attach_check_the_layout)
 	h->version = LISM_RING_VERSION + 1;
 	cr_assert_eq(lism_ring_attach(mem, len, 0, &rx, &tx), -EPROTONOSUPPORT, "another version's header");
 	cr_assert_eq(offsetof(struct lism_ring_hdr, dir) % LISM_RING_LINE, 0);
-	cr_assert_eq(offsetof(struct lism_ring_dir, cons), LISM_RING_LINE, "each side on its own line");
+	/* what each side writes on every call has a line of its own */
+	cr_assert_eq(offsetof(struct lism_ring_dir, prod.cursor) / LISM_RING_LINE, 0);
+	cr_assert_eq(offsetof(struct lism_ring_dir, prod.bell) / LISM_RING_LINE, 1);
+	cr_assert_eq(offsetof(struct lism_ring_dir, prod.state) / LISM_RING_LINE, 2);
+	cr_assert_eq(offsetof(struct lism_ring_dir, prod.writer_waits) / LISM_RING_LINE, 2);
+	cr_assert_eq(offsetof(struct lism_ring_dir, cons.state) / LISM_RING_LINE, 3);
+	cr_assert_eq(offsetof(struct lism_ring_dir, cons.cursor) / LISM_RING_LINE, 4);
+	cr_assert_eq(offsetof(struct lism_ring_dir, run) / LISM_RING_LINE, 5);
 	free(mem);
 }
 
@@ -215,7 +225,8 @@ Test(ring, a_closed_reader_fails_the_writer_with_epipe)
 }
 
 /* Every way the peer can break the producer cursor: the reader fails with
- * -EPROTO from then on, and copies nothing. */
+ * -EPROTO from then on, and copies nothing.  It reads the cursor once the
+ * count does not cover a read (here: everything counted was read). */
 Test(ring, a_broken_producer_cursor_is_refused_for_good)
 {
 	struct lism_cursor bad[] = {
@@ -232,6 +243,7 @@ Test(ring, a_broken_producer_cursor_is_refused_for_good)
 
 		pair_open(&p, 64);
 		cr_assert_eq(send_buf(&p.tx[0], "12345678", 8), 8);
+		cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), 8);
 		p.h->dir[1].prod.cursor = lism_cursor_pack(bad[i]);
 		memset(out, 0, sizeof(out));
 		cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), -EPROTO, "case %zu", i);
@@ -252,7 +264,32 @@ Test(ring, a_producer_cursor_moving_back_is_refused)
 	cr_assert_eq(send_buf(&p.tx[0], "12345678", 8), 8);
 	cr_assert_eq(lism_ring_unread(&p.rx[1]), 8);
 	p.h->dir[1].prod.cursor = lism_cursor_pack((struct lism_cursor){ 0, 4 });
+	p.h->dir[1].prod.bell = LISM_BELL_INIT; /* and a count that does not cover the read */
 	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), -EPROTO, "4 bytes, once 8: moved back");
+	pair_close(&p);
+}
+
+/* A count above what the cursor published: the read it covers stays in the
+ * DMB, and the cursor, read once the count no longer covers one, says the
+ * lie (the consumer is past the producer). */
+Test(ring, a_count_above_the_producer_cursor_is_refused)
+{
+	struct pair p;
+	char out[128];
+
+	pair_open(&p, 64);
+	cr_assert_eq(send_buf(&p.tx[0], "12345678", 8), 8);
+	p.h->dir[1].prod.bell = LISM_BELL_INIT + 40;
+	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), 40, "what the count covers, in the DMB");
+	cr_assert_eq(memcmp(out, "12345678", 8), 0);
+	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), -EPROTO, "consumer past the producer");
+	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), -EPROTO, "for good");
+	pair_close(&p);
+
+	pair_open(&p, 64);
+	cr_assert_eq(send_buf(&p.tx[0], "12345678", 8), 8);
+	p.h->dir[1].prod.bell = LISM_BELL_INIT + 65;
+	cr_assert_eq(recv_buf(&p.rx[1], out, sizeof(out), 0), -EPROTO, "more than the DMB holds");
 	pair_close(&p);
 }
 
@@ -270,7 +307,8 @@ Test(ring, a_broken_consumer_cursor_is_refused_for_good)
 		pair_open(&p, 64);
 		cr_assert_eq(send_buf(&p.tx[0], "12345678", 8), 8);
 		p.h->dir[1].cons.cursor = lism_cursor_pack(bad[i]);
-		cr_assert_eq(send_buf(&p.tx[0], "x", 1), -EPROTO, "case %zu", i);
+		/* the writer reads the cursor when the room it saw last is short */
+		cr_assert_eq(send_buf(&p.tx[0], big, 57), -EPROTO, "case %zu", i);
 		p.h->dir[1].cons.cursor = 0;
 		cr_assert_eq(send_buf(&p.tx[0], "x", 1), -EPROTO, "sticky, case %zu", i);
 		pair_close(&p);
@@ -285,9 +323,9 @@ Test(ring, a_consumer_cursor_moving_back_is_refused)
 	pair_open(&p, 64);
 	cr_assert_eq(send_buf(&p.tx[0], "12345678", 8), 8);
 	cr_assert_eq(recv_buf(&p.rx[1], out, 4, 0), 4);
-	cr_assert_eq(send_buf(&p.tx[0], "x", 1), 1);
+	cr_assert_eq(send_buf(&p.tx[0], big, 57), 57, "more than the room seen: the cursor is read");
 	p.h->dir[1].cons.cursor = 0;
-	cr_assert_eq(send_buf(&p.tx[0], "x", 1), -EPROTO, "0 bytes read, once 4: moved back");
+	cr_assert_eq(send_buf(&p.tx[0], "12345678", 8), -EPROTO, "0 bytes read, once 4: moved back");
 	pair_close(&p);
 }
 
