@@ -46,6 +46,9 @@ Modes:
   lism-exec-nospin
                   lism-exec with LISM_BUSY_POLL_US=0 for the workload
                   programs: no spin before a ring reader sleeps (issue 28)
+  lism-exec-spin50
+                  lism-exec with LISM_BUSY_POLL_US=50: the spin bound
+                  before 2026-12-04 (exec/spin.h)
   lism-exec-yield2us
                   lism-exec with LISM_BUSY_POLL_YIELD_NS=2000: a spin
                   yields every 2 us, not between every two looks
@@ -54,6 +57,10 @@ Modes:
                   lism-exec with LISM_READER_LOOKS=0: a reader that
                   empties its ring does not keep the writer's doorbells
                   silent until its next wait (exec/bell.h)
+  lism-exec-eager
+                  lism-exec with LISM_EPOLL_LAZY=0: every epoll_ctl on a
+                  ring socket goes to the kernel when it is made, not
+                  at the set's next wait (exec/poll.c)
   A mode named lism-ab-* is measured against lism-ab, on its workloads;
   one named lism-exec-* against lism-exec.
 
@@ -480,10 +487,14 @@ ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-churn": ["--no-churn-de
              # issue 28's spin off: the workload programs' environment, not lism's
              "lism-exec-nospin": ["LISM_BUSY_POLL_US=0"],
              "lism-exec-yield2us": ["LISM_BUSY_POLL_YIELD_NS=2000"],
+             # the default bound before 2026-12-04 (exec/spin.h)
+             "lism-exec-spin50": ["LISM_BUSY_POLL_US=50"],
              # readers that ring for every stretch (exec/bell.h, lism_bell_take_look off)
-             "lism-exec-nolook": ["LISM_READER_LOOKS=0"]}
+             "lism-exec-nolook": ["LISM_READER_LOOKS=0"],
+             # every epoll_ctl on a ring socket to the kernel at once (exec/poll.c, lazy registrations)
+             "lism-exec-eager": ["LISM_EPOLL_LAZY=0"]}
 # the settings of the workload programs' liblism (exec/spin.h), set by switch() per mode
-EXEC_SETTINGS = ("LISM_BUSY_POLL_US", "LISM_BUSY_POLL_YIELD_NS", "LISM_READER_LOOKS")
+EXEC_SETTINGS = ("LISM_BUSY_POLL_US", "LISM_BUSY_POLL_YIELD_NS", "LISM_READER_LOOKS", "LISM_EPOLL_LAZY")
 # BENCH_LISM_OLD=path/to/lism: modes lism-old and lism-ab-old, another build's lism, interleaved
 # with this one (an A/B)
 LISM_OLD = os.environ.get("BENCH_LISM_OLD")

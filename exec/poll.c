@@ -37,6 +37,9 @@
  *   through the call the program made.
  * - A wait asleep in the kernel counts itself on each ring it watches
  *   (lism_conn_sleep_begin): nobody spins on those meanwhile.
+ * - epoll_ctl of a ring socket the kernel's set holds already may be held
+ *   back until the set's next wait (lazy registrations, below): every wait
+ *   on a set applies its changes before it asks the kernel.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -529,6 +532,11 @@ struct reg {
 	__u64 said;  /* EPOLLET: the ring's producer and state when it was last said */
 	int standin; /* EPOLLONESHOT over silent bytes: the eventfd in the kernel's set for it; -1 */
 	int wake;    /* put in while waits ran, over silent bytes: the eventfd that wakes one; -1 */
+	/* lazy registrations (below): what the kernel's set holds for the fd */
+	int kin;     /* in it, by a registration a MOD may change (0: not known, or not so) */
+	int dirty;   /* the application's changed since: the next wait on the set applies them */
+	__u32 kevents;
+	__u64 kdata;
 };
 
 struct eset {
@@ -540,6 +548,9 @@ struct eset {
 	struct reg *by_fd;
 	int nring, ring_cap;
 	int *rings;      /* the fds a wait spins on */
+	int cloexec;     /* made close-on-exec: no exec'd image inherits it with changes not applied */
+	int ndirty, dirty_cap;
+	int *dirty;      /* the fds whose registrations wait for the set's next wait */
 };
 
 #define ESETS 65536
@@ -616,15 +627,166 @@ static void standin_drop(struct eset *s, struct reg *r)
 	r->standin = -1;
 }
 
-static void eset_del(struct eset *s, int fd)
+/*
+ * Lazy registrations.  Event loops built on ae (redis, redis-benchmark,
+ * wrk) register a socket for output after each request and take it out
+ * after each write: two EPOLL_CTL_DELs and two ADDs a request, ~1 us of
+ * allocating and freeing epitems here, which MODs (~0.27 us for two)
+ * avoid.  So a registration of a ring socket that the kernel holds already
+ * follows the application's DEL, ADD and MOD in this set's table alone,
+ * and the set's next wait applies what changed with one MOD (or the
+ * DEL) before it asks the kernel.  The kernel's set differs from the
+ * application's only while no wait on it runs, so no wait sees the
+ * difference:
+ * - never while a wait on the set runs (the call goes to the kernel), nor
+ *   for a set this image did not make, or one that is not close-on-exec
+ *   (an exec'd image would inherit it unapplied);
+ * - never once a wait this library does not see may look at a set (a dup
+ *   of it, a set nested in another wait, a fork's other process, a
+ *   sandbox): lism_poll_lazy_end applies everything first, for good;
+ * - the first ADD of an fd, EPOLLONESHOT, EPOLLEXCLUSIVE and EPOLLWAKEUP
+ *   go to the kernel at once (their errors are the caller's);
+ * - a close of the fd applies its change first (the fd names the file).
+ * $LISM_EPOLL_LAZY=0 turns it off (the bench's ablation).
+ */
+#define LAZY_EVENTS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLRDNORM | EPOLLRDBAND | \
+		     EPOLLWRNORM | EPOLLWRBAND | EPOLLMSG | EPOLLRDHUP | EPOLLET)
+
+static int lazy_off = -1; /* -1: $LISM_EPOLL_LAZY not read yet */
+
+static bool lazy_ok(struct eset *s, const struct epoll_event *ev)
 {
-	if (fd < 0 || fd >= s->cap || !s->by_fd[fd].used)
+	int off = __atomic_load_n(&lazy_off, __ATOMIC_SEQ_CST);
+
+	if (off < 0) {
+		const char *v = getenv("LISM_EPOLL_LAZY");
+
+		off = v && !strcmp(v, "0");
+		__atomic_compare_exchange_n(&lazy_off, &(int){ -1 }, off, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		off = __atomic_load_n(&lazy_off, __ATOMIC_SEQ_CST);
+	}
+	return !off && s->made && s->cloexec && !s->waiting && !lism_conn_sandboxed() &&
+	       (!ev || !(ev->events & ~(__u32)LAZY_EVENTS));
+}
+
+/* Apply @fd's registration to the kernel's set (@s locked). */
+static void lazy_apply(struct eset *s, int fd)
+{
+	struct reg *r = &s->by_fd[fd];
+	struct epoll_event ev = { .events = r->events, .data.u64 = r->data };
+
+	r->dirty = 0;
+	if (!r->kin)
 		return;
+	if (!r->used) {
+		REAL(epoll_ctl)(s->epfd, EPOLL_CTL_DEL, fd, NULL);
+		r->kin = 0;
+		return;
+	}
+	/* even when the kernel holds these events already: a DEL and an ADD
+	 * re-arm an EPOLLET registration, and so does the MOD */
+	/* ENOENT: the file at @fd is not the one the kernel held (closed
+	 * behind this library's back, its number reused): the application's
+	 * ADD is what it asked */
+	if (REAL(epoll_ctl)(s->epfd, EPOLL_CTL_MOD, fd, &ev) &&
+	    (errno != ENOENT || REAL(epoll_ctl)(s->epfd, EPOLL_CTL_ADD, fd, &ev))) {
+		lism_exec_debug(fd, "an epoll registration changed lazily could not be applied: %s", strerror(errno));
+		r->kin = 0;
+		return;
+	}
+	r->kevents = r->events;
+	r->kdata = r->data;
+}
+
+/* Apply every change @s holds back (@s locked). */
+static void lazy_apply_all(struct eset *s)
+{
+	for (int i = 0; i < s->ndirty; i++)
+		if (s->dirty[i] < s->cap && s->by_fd[s->dirty[i]].dirty)
+			lazy_apply(s, s->dirty[i]);
+	s->ndirty = 0;
+}
+
+/* @fd's registration changed in the table alone: applied by the next wait, or now (no memory). */
+static void lazy_mark(struct eset *s, int fd)
+{
+	struct reg *r = &s->by_fd[fd];
+
+	if (r->dirty)
+		return;
+	if (s->ndirty == s->dirty_cap) {
+		int cap = s->dirty_cap ? 2 * s->dirty_cap : 16;
+		int *g = realloc(s->dirty, (size_t)cap * sizeof(*g));
+
+		if (!g) {
+			r->dirty = 1;
+			lazy_apply(s, fd);
+			return;
+		}
+		s->dirty = g;
+		s->dirty_cap = cap;
+	}
+	r->dirty = 1;
+	s->dirty[s->ndirty++] = fd;
+}
+
+static void eset_put(struct eset *s, int fd, const struct epoll_event *ev, bool ring);
+static void eset_drop(struct eset *s, int fd);
+
+/*
+ * epoll_ctl on a known socket the kernel's set holds already (@s locked):
+ * 1 and *@res if done in the table alone; else 0, with the kernel's set
+ * made the application's first, for the caller's call to the kernel.
+ */
+static int lazy_ctl(struct eset *s, int op, int fd, struct epoll_event *ev, int *res)
+{
+	struct reg *r = fd >= 0 && fd < s->cap ? &s->by_fd[fd] : NULL;
+
+	if (!r || !r->kin)
+		return 0;
+	if (!lazy_ok(s, op == EPOLL_CTL_DEL ? NULL : ev) || (op != EPOLL_CTL_DEL && !ev)) {
+		if (r->dirty)
+			lazy_apply(s, fd);
+		return 0;
+	}
+	*res = -1;
+	if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) {
+		errno = EINVAL;
+		return 1;
+	}
+	if (op == EPOLL_CTL_ADD ? r->used : !r->used) {
+		errno = op == EPOLL_CTL_ADD ? EEXIST : ENOENT;
+		return 1;
+	}
+	if (op == EPOLL_CTL_DEL)
+		eset_drop(s, fd);
+	else
+		eset_put(s, fd, ev, ev->events & EPOLLIN);
+	lazy_mark(s, fd);
+	*res = 0;
+	return 1;
+}
+
+/* The application's registration of @fd ends (the kernel's follows: eset_del, or a lazy DEL). */
+static void eset_drop(struct eset *s, int fd)
+{
 	ring_drop(s, fd);
 	standin_drop(s, &s->by_fd[fd]);
 	eventfd_drop(s, s->by_fd[fd].wake);
 	s->by_fd[fd].wake = -1;
 	s->by_fd[fd].used = 0;
+}
+
+/* @fd leaves @s: its close, or the kernel's DEL done (a change held back is applied first). */
+static void eset_del(struct eset *s, int fd)
+{
+	if (fd < 0 || fd >= s->cap)
+		return;
+	if (s->by_fd[fd].dirty)
+		lazy_apply(s, fd); /* before the fd closes: a DEL held back names the file by it */
+	s->by_fd[fd].kin = 0;
+	if (s->by_fd[fd].used)
+		eset_drop(s, fd);
 }
 
 /*
@@ -732,8 +894,11 @@ void lism_poll_forget(int fd)
 		/* the epoll fd itself: emptied, kept (a wait on it may still hold it) */
 		pthread_mutex_lock(&s->lock);
 		__atomic_store_n(&s->made, 0, __ATOMIC_RELAXED); /* its number may be a dup's next */
-		for (int i = 0; i < s->cap; i++)
+		for (int i = 0; i < s->cap; i++) {
+			s->by_fd[i].dirty = 0; /* the set closes: nothing to apply */
 			eset_del(s, i);
+		}
+		s->ndirty = 0;
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (!lism_fd_known(fd))
@@ -754,27 +919,66 @@ static bool made_here(struct eset *s)
 
 static void nested_wait(int fd)
 {
-	if (fd >= 0 && fd < ESETS && made_here(__atomic_load_n(&esets[fd], __ATOMIC_ACQUIRE)))
+	if (fd >= 0 && fd < ESETS && made_here(__atomic_load_n(&esets[fd], __ATOMIC_ACQUIRE))) {
 		lism_fd_unseen_wait("an epoll fd waited on inside another wait");
+		lism_poll_lazy_end();
+	}
 }
 
-static int made(int epfd)
+static int made(int epfd, bool cloexec)
 {
 	struct eset *s = epfd >= 0 ? eset_of(epfd, true) : NULL;
 
-	if (s)
+	if (s) {
+		pthread_mutex_lock(&s->lock);
+		s->cloexec = cloexec;
+		pthread_mutex_unlock(&s->lock);
 		__atomic_store_n(&s->made, 1, __ATOMIC_RELAXED);
+	}
 	return epfd;
 }
 
 EXPORT int epoll_create(int size)
 {
-	return made(REAL(epoll_create)(size));
+	return made(REAL(epoll_create)(size), false);
 }
 
 EXPORT int epoll_create1(int flags)
 {
-	return made(REAL(epoll_create1)(flags));
+	return made(REAL(epoll_create1)(flags), flags & EPOLL_CLOEXEC);
+}
+
+void lism_poll_cloexec(int fd, bool on)
+{
+	struct eset *s = fd >= 0 && fd < ESETS ? __atomic_load_n(&esets[fd], __ATOMIC_ACQUIRE) : NULL;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (!on)
+		lazy_apply_all(s);
+	s->cloexec = on;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void lism_poll_lazy_end(void)
+{
+	__atomic_store_n(&lazy_off, 1, __ATOMIC_SEQ_CST); /* a change after this sees it, under its set's lock */
+	for (int e = 0, end = __atomic_load_n(&esets_end, __ATOMIC_RELAXED); e < end; e++) {
+		struct eset *s = __atomic_load_n(&esets[e], __ATOMIC_ACQUIRE);
+
+		if (!s)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		lazy_apply_all(s);
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+void lism_poll_passed(int fd)
+{
+	if (made_here(fd >= 0 && fd < ESETS ? __atomic_load_n(&esets[fd], __ATOMIC_ACQUIRE) : NULL))
+		lism_poll_lazy_end(); /* another process may wait on it */
 }
 
 /*
@@ -832,7 +1036,11 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 	if (known && op != EPOLL_CTL_DEL && ev && (ev->events & EPOLLONESHOT) && (s = eset_of(epfd, true))) {
 		pthread_mutex_lock(&s->lock);
+		if (fd >= 0 && fd < s->cap && s->by_fd[fd].dirty)
+			lazy_apply(s, fd); /* the kernel's set is the application's again */
 		r = oneshot_ctl(s, epfd, op, fd, ev);
+		if (fd >= 0 && fd < s->cap)
+			s->by_fd[fd].kin = 0; /* one-shot: never lazy */
 		pthread_mutex_unlock(&s->lock);
 		return r;
 	}
@@ -849,6 +1057,10 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			r = op == EPOLL_CTL_DEL ? 0 : REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, fd, ev);
 			if (!r && op != EPOLL_CTL_DEL) /* level or edge: this library's waits say its silent bytes */
 				eset_put(s, fd, ev, ev && (ev->events & EPOLLIN));
+			pthread_mutex_unlock(&s->lock);
+			return r;
+		}
+		if (lazy_ctl(s, op, fd, ev, &r)) {
 			pthread_mutex_unlock(&s->lock);
 			return r;
 		}
@@ -870,10 +1082,19 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	if (ring && !made_here(s))
 		lism_fd_unseen_wait("a ring socket in an epoll fd liblism did not make");
 	pthread_mutex_lock(&s->lock);
-	if (op == EPOLL_CTL_DEL || !ev)
+	if (op == EPOLL_CTL_DEL || !ev) {
 		eset_del(s, fd);
-	else
+	} else {
 		eset_put(s, fd, ev, ring);
+		if (known && fd < s->cap && s->by_fd[fd].used) {
+			struct reg *g = &s->by_fd[fd];
+
+			/* what the kernel holds now: a later change may be lazy */
+			g->kin = !(ev->events & ~(__u32)LAZY_EVENTS);
+			g->kevents = ev->events;
+			g->kdata = ev->data.u64;
+		}
+	}
 	pthread_mutex_unlock(&s->lock);
 	return r;
 }
@@ -959,16 +1180,21 @@ static int epoll_rings(int epfd, struct epoll_event *ev, int max, int ms, const 
 	struct waiter w = { .kernel = epoll_kernel, .say = epoll_say, .arg = &a };
 	int n;
 
-	if (!made_here(s))
+	if (!made_here(s)) {
 		lism_fd_unseen_wait("a wait on an epoll fd liblism did not make");
+		lism_poll_lazy_end(); /* a dup of a set: its changes held back apply now */
+	}
 
-	if (s && max > 0) {
+	if (s) {
 		pthread_mutex_lock(&s->lock);
-		s->waiting++; /* a ring put in from now on is the kernel's alone (handed) */
-		w.set = s;
-		for (int i = 0; i < s->nring; i++)
-			if (waiter_add(&w, s->rings[i], s->rings[i]))
-				break;
+		lazy_apply_all(s); /* the kernel's set is the application's from here to the wait's end */
+		if (max > 0) {
+			s->waiting++; /* a ring put in from now on is the kernel's alone (handed) */
+			w.set = s;
+			for (int i = 0; i < s->nring; i++)
+				if (waiter_add(&w, s->rings[i], s->rings[i]))
+					break;
+		}
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (!w.nr) {

@@ -594,6 +594,7 @@ static void passing(const struct msghdr *m)
 				memcpy(&pfd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
 				if (lism_fd_known(pfd))
 					(void)lism_fd_kernel_alone(pfd);
+				lism_poll_passed(pfd);
 			}
 }
 
@@ -775,6 +776,8 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		ent_dup(fd, r);
 	if (r >= 0 && cmd == F_SETFL)
 		nonblock_set(fd, arg & O_NONBLOCK);
+	if (r >= 0 && cmd == F_SETFD)
+		lism_poll_cloexec(fd, arg & FD_CLOEXEC);
 	if (r >= 0 && cmd == F_SETFL && (arg & O_ASYNC) && lism_fd_known(fd))
 		(void)lism_fd_kernel_alone(fd); /* SIGIO is the kernel's: doorbells for every stretch */
 	return r;
@@ -826,6 +829,13 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 			nonblock_set(fd, *(int *)arg);
 		return r;
 	}
+	if (req == FIOCLEX || req == FIONCLEX) {
+		int r = REAL(ioctl)(fd, req, arg);
+
+		if (!r)
+			lism_poll_cloexec(fd, req == FIOCLEX);
+		return r;
+	}
 	if (req == FIOASYNC && arg && *(int *)arg && lism_fd_known(fd))
 		(void)lism_fd_kernel_alone(fd); /* as fcntl's O_ASYNC */
 	return REAL(ioctl)(fd, req, arg);
@@ -839,6 +849,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
  */
 static void sandbox(void)
 {
+	lism_poll_lazy_end(); /* while epoll_ctl is allowed */
 	for (unsigned int c = 0; c < CHUNKS; c++) {
 		if (!__atomic_load_n(&table[c], __ATOMIC_ACQUIRE))
 			continue;
@@ -915,6 +926,7 @@ static void ent_share(int fd, struct fdent *e)
 static void forking(void)
 {
 	each_ent(ent_share);
+	lism_poll_lazy_end(); /* the other process may wait on the sets too */
 }
 
 /*

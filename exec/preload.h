@@ -34,4 +34,11 @@ void lism_poll_forked(void);
 /* @fd closes (or is replaced): the wait wrappers forget it. */
 void lism_poll_forget(int fd);
 
+/* Lazy epoll registrations (exec/poll.c): an epoll fd's close-on-exec
+ * flag changed; an fd passed to another process (SCM_RIGHTS); and the end
+ * of them for good (a fork, a sandbox), every change held back applied. */
+void lism_poll_cloexec(int fd, bool on);
+void lism_poll_passed(int fd);
+void lism_poll_lazy_end(void);
+
 #endif

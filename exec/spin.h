@@ -29,7 +29,7 @@
 
 #include "lism/types.h"
 
-#define LISM_SPIN_DEFAULT_US 50
+#define LISM_SPIN_DEFAULT_US 200
 #define LISM_SPIN_MAX_US     100000 /* a bound past this is a typo: capped */
 #define LISM_SPIN_FLOOR_NS   2000
 #define LISM_SPIN_SKIP_MAX   1024

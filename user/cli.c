@@ -72,7 +72,7 @@ void lism_usage(FILE *f)
 		"           under lism exec move their bytes through shared-memory rings\n"
 		"           [--device-socket PATH] [--busy-poll US] [--] CMD [ARG]...\n"
 		"           (--busy-poll: how long a wait spins on its rings before it sleeps, 0 never;\n"
-		"           default $LISM_BUSY_POLL_US, else 50, adapting to what spinning finds)\n"
+		"           default $LISM_BUSY_POLL_US, else 200, adapting to what spinning finds)\n"
 		"  set active on|off   let new connections use the shortcut, or keep them on TCP\n"
 		"  set active drain    keep them on TCP until a lism run adopts the instance\n"
 		"  set max-dmbs N      change the DMB limit (up to the table size given at load)\n"

@@ -66,6 +66,8 @@ enum {
 
 /* Shortcut bytes of the last three_ways() run's members and senders pairs. */
 static __u64 sc_members, sc_senders;
+/* Whether its ways reached the kernel's epoll set lazily (sem_obs.lazy): plain, ring. */
+static int lazy_plain, lazy_ring;
 
 static void pair(const struct sem_scenario *sc, int *c, int *s)
 {
@@ -117,6 +119,10 @@ static void on_a_ring(const struct sem_scenario *sc, struct sem_obs *o)
 			end = atoi(line + 4);
 			continue;
 		}
+		if (!strncmp(line, "lazy ", 5) && end >= 0) {
+			o->lazy = atoi(line + 5);
+			continue;
+		}
 		cr_assert(rest != line && *rest == '\n' && end < 0, "semantics-peer %s said: %s", sc->name, line);
 		cr_assert_lt(o->n, SEM_OBS_MAX);
 		o->v[o->n++] = v;
@@ -154,6 +160,7 @@ static void three_ways(const char *name, int ways)
 	snap(&e, &st);
 	cr_assert_eq(st.stats[LISM_S_PROPOSALS_SENT], 0, "the plain pair is not under lism");
 	run_here(sc, c, s, &plain);
+	lazy_plain = plain.lazy;
 
 	env_enter(&e);
 	if (ways & AS_MEMBERS) {
@@ -184,6 +191,7 @@ static void three_ways(const char *name, int ways)
 	if (ways & ON_A_RING) {
 		on_a_ring(sc, &ring);
 		compare(&plain, &ring, "ring");
+		lazy_ring = ring.lazy;
 	}
 }
 
@@ -200,6 +208,18 @@ Test(semantics, close_after_send_delivers_everything_then_eof)
 Test(semantics, reset_reports_econnreset)
 {
 	three_ways("reset", ALL_WAYS);
+}
+
+/*
+ * An event loop's epoll_ctl round (ae's DEL and ADD per request): what the
+ * application sees is TCP's, and on a ring the kernel's set followed the
+ * application's lazily (exec/poll.c), which plain TCP never does.
+ */
+Test(semantics, epoll_ctl_rounds_of_an_event_loop)
+{
+	three_ways("epoll_ctl_sequence", ALL_WAYS);
+	cr_assert_eq(lazy_plain, 0, "no liblism here: the kernel's set is the application's at once");
+	cr_assert_eq(lazy_ring, 1, "liblism applied the DEL and the ADD before the wait: no lazy registration");
 }
 
 /* Members read TCP bytes through tcp_bpf, whose FIONREAD does not count them: see below. */

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,6 +281,111 @@ static int epoll_readiness(int c, int s, struct sem_obs *o)
 	return 0;
 }
 
+/* The events the kernel's set @ep holds for @fd (its fdinfo), masked; -1 if it holds none. */
+static long kernel_holds(int ep, int fd, unsigned mask)
+{
+	char path[64], line[256];
+	long ev = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", ep);
+	if (!(f = fopen(path, "r")))
+		return -2;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned events;
+		int tfd;
+
+		if (sscanf(line, "tfd: %d events: %x", &tfd, &events) == 2 && tfd == fd)
+			ev = events & mask;
+	}
+	fclose(f);
+	return ev;
+}
+
+/* One epoll_wait's single event: its events masked, and its data above bit 16; -1 for none. */
+static long epoll_one(int ep, int ms)
+{
+	struct epoll_event out[4];
+	int n = epoll_wait(ep, out, 4, ms);
+
+	return n == 1 ? (long)(out[0].events & (EPOLLIN | EPOLLOUT)) | (long)out[0].data.u64 << 16 : -n - 1;
+}
+
+struct waiting_thread {
+	int ep;
+	long said;
+};
+
+static void *wait_in_thread(void *arg)
+{
+	struct waiting_thread *t = arg;
+
+	t->said = epoll_one(t->ep, 5000);
+	return NULL;
+}
+
+#define ERRNO_OF(call) ((call) ? errno : 0)
+
+/*
+ * An event loop's epoll_ctl (ae's: redis, redis-benchmark): a socket out of
+ * the set and back in, for output, then for input, each wait saying what
+ * the last change asked; EPOLLET output re-armed by a DEL and an ADD; the
+ * errors of a DEL or a MOD of what is not in, an ADD of what is; a socket
+ * taken out and closed while a dup keeps its file (never said again); an
+ * ADD while another thread waits (said to it).
+ */
+static int epoll_ctl_sequence(int c, int s, struct sem_obs *o)
+{
+	struct epoll_event in = { .events = EPOLLIN, .data.u64 = 1 }, out = { .events = EPOLLOUT, .data.u64 = 2 },
+			   outet = { .events = EPOLLOUT | EPOLLET, .data.u64 = 3 };
+	struct waiting_thread t;
+	int ep = epoll_create1(EPOLL_CLOEXEC), s2;
+	pthread_t th;
+
+	REQUIRE(o, ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, s, &in) == 0);
+	SEE(o, epoll_one(ep, 100));                                   /* none: nothing to read */
+	SEE(o, epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL));
+	SEE(o, ERRNO_OF(epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL)));      /* ENOENT */
+	SEE(o, ERRNO_OF(epoll_ctl(ep, EPOLL_CTL_MOD, s, &in)));       /* ENOENT */
+	SEE(o, epoll_ctl(ep, EPOLL_CTL_ADD, s, &out));
+	o->lazy = kernel_holds(ep, s, EPOLLIN | EPOLLOUT) == EPOLLIN;  /* the kernel has not seen them yet */
+	SEE(o, ERRNO_OF(epoll_ctl(ep, EPOLL_CTL_ADD, s, &out)));      /* EEXIST */
+	SEE(o, epoll_one(ep, 1000));                                  /* OUT, data 2 */
+	SEE(o, kernel_holds(ep, s, EPOLLIN | EPOLLOUT));              /* OUT: a wait applies them */
+	REQUIRE(o, send_all(c, 7, 0, 100) == 0);
+	SEE(o, epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL));
+	SEE(o, epoll_ctl(ep, EPOLL_CTL_ADD, s, &in));
+	SEE(o, epoll_one(ep, 1000));                                  /* IN, data 1 */
+	SEE(o, recv_check(s, 7, 0, 100, 1000));
+	SEE(o, epoll_ctl(ep, EPOLL_CTL_MOD, s, &outet));
+	SEE(o, epoll_one(ep, 1000));                                  /* OUT, data 3 */
+	SEE(o, epoll_one(ep, 100));                                   /* none: the edge was said */
+	SEE(o, epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL));
+	SEE(o, epoll_ctl(ep, EPOLL_CTL_ADD, s, &outet));
+	SEE(o, epoll_one(ep, 1000));                                  /* OUT again: re-armed */
+	/* out of the set, then closed while a dup keeps the file: never said again */
+	REQUIRE(o, (s2 = dup(s)) >= 0);
+	SEE(o, epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL));
+	close(s);
+	SEE(o, kernel_holds(ep, s, EPOLLIN | EPOLLOUT));              /* none */
+	REQUIRE(o, send_all(c, 8, 0, 100) == 0);
+	SEE(o, epoll_one(ep, 200));                                   /* none */
+	SEE(o, recv_check(s2, 8, 0, 100, 1000));
+	/* an ADD while another thread waits on the set: said to it */
+	REQUIRE(o, send_all(c, 9, 0, 100) == 0);
+	t = (struct waiting_thread){ .ep = ep, .said = -100 };
+	REQUIRE(o, pthread_create(&th, NULL, wait_in_thread, &t) == 0);
+	usleep(100 * 1000);
+	SEE(o, epoll_ctl(ep, EPOLL_CTL_ADD, s2, &in));
+	pthread_join(th, NULL);
+	SEE(o, t.said);                                               /* IN, data 1 */
+	SEE(o, recv_check(s2, 9, 0, 100, 1000));
+	close(ep);
+	close(c);
+	close(s2);
+	return 0;
+}
+
 #define SENDFILE_SIZE (5ull << 20)
 
 /* sendfile() of 5 MiB from a blocking writer to a reader that starts late (a child). */
@@ -465,6 +571,7 @@ const struct sem_scenario *sem_find(const char *name)
 		{ "reset", 1, reset },
 		{ "fionread_and_peek", 1, fionread_and_peek },
 		{ "epoll_readiness", 1, epoll_readiness },
+		{ "epoll_ctl_sequence", 1, epoll_ctl_sequence },
 		{ "sendfile", 1, sendfile_case },
 		{ "splice_read", 1, splice_read },
 		{ "both_directions", 1, both_directions },

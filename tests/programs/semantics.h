@@ -18,6 +18,11 @@ struct sem_obs {
 	long v[SEM_OBS_MAX];
 	int n;
 	char why[200]; /* what stopped a scenario */
+	/* how the kernel was reached, which may differ by way (not compared):
+	 * epoll_ctl_sequence sets it when the kernel's set still held the
+	 * application's last registration after a DEL and an ADD (liblism's
+	 * lazy registrations, exec/poll.c) */
+	int lazy;
 };
 
 struct sem_scenario {

@@ -36,5 +36,6 @@ int main(int argc, char **argv)
 	for (int i = 0; i < o.n; i++)
 		printf("%ld\n", o.v[i]);
 	printf("end %d\n", o.n);
+	printf("lazy %d\n", o.lazy);
 	return 0;
 }
