@@ -532,11 +532,10 @@ struct reg {
 	__u64 said;  /* EPOLLET: the ring's producer and state when it was last said */
 	int standin; /* EPOLLONESHOT over silent bytes: the eventfd in the kernel's set for it; -1 */
 	int wake;    /* put in while waits ran, over silent bytes: the eventfd that wakes one; -1 */
-	/* lazy registrations (below): what the kernel's set holds for the fd */
-	int kin;     /* in it, by a registration a MOD may change (0: not known, or not so) */
-	int dirty;   /* the application's changed since: the next wait on the set applies them */
-	__u32 kevents;
-	__u64 kdata;
+	/* lazy registrations (below) */
+	int kin;     /* the kernel's set holds the fd, by a registration a MOD may change */
+	int dirty;   /* the application's changed since: the next wait on the set applies it */
+	int added;   /* the change held back is an ADD (after a DEL held back) */
 };
 
 struct eset {
@@ -684,18 +683,15 @@ static void lazy_apply(struct eset *s, int fd)
 		return;
 	}
 	/* even when the kernel holds these events already: a DEL and an ADD
-	 * re-arm an EPOLLET registration, and so does the MOD */
-	/* ENOENT: the file at @fd is not the one the kernel held (closed
-	 * behind this library's back, its number reused): the application's
-	 * ADD is what it asked */
+	 * re-arm an EPOLLET registration, and so does the MOD.  ENOENT after
+	 * an ADD held back: the file the kernel held at @fd was closed behind
+	 * this library's back; the ADD asked for the file there now. */
 	if (REAL(epoll_ctl)(s->epfd, EPOLL_CTL_MOD, fd, &ev) &&
-	    (errno != ENOENT || REAL(epoll_ctl)(s->epfd, EPOLL_CTL_ADD, fd, &ev))) {
+	    (errno != ENOENT || !r->added || REAL(epoll_ctl)(s->epfd, EPOLL_CTL_ADD, fd, &ev))) {
 		lism_exec_debug(fd, "an epoll registration changed lazily could not be applied: %s", strerror(errno));
 		r->kin = 0;
-		return;
 	}
-	r->kevents = r->events;
-	r->kdata = r->data;
+	r->added = 0;
 }
 
 /* Apply every change @s holds back (@s locked). */
@@ -744,24 +740,21 @@ static int lazy_ctl(struct eset *s, int op, int fd, struct epoll_event *ev, int 
 
 	if (!r || !r->kin)
 		return 0;
-	if (!lazy_ok(s, op == EPOLL_CTL_DEL ? NULL : ev) || (op != EPOLL_CTL_DEL && !ev)) {
+	/* only calls that succeed are answered here; the kernel says every
+	 * error (EEXIST, ENOENT, EINVAL...) as it would have, once the
+	 * change held back is applied */
+	if (!lazy_ok(s, op == EPOLL_CTL_DEL ? NULL : ev) ||
+	    !(op == EPOLL_CTL_ADD ? ev && !r->used : op == EPOLL_CTL_MOD ? ev && r->used : op == EPOLL_CTL_DEL && r->used)) {
 		if (r->dirty)
 			lazy_apply(s, fd);
 		return 0;
 	}
-	*res = -1;
-	if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) {
-		errno = EINVAL;
-		return 1;
-	}
-	if (op == EPOLL_CTL_ADD ? r->used : !r->used) {
-		errno = op == EPOLL_CTL_ADD ? EEXIST : ENOENT;
-		return 1;
-	}
-	if (op == EPOLL_CTL_DEL)
+	if (op == EPOLL_CTL_DEL) {
 		eset_drop(s, fd);
-	else
+	} else {
 		eset_put(s, fd, ev, ev->events & EPOLLIN);
+		r->added |= op == EPOLL_CTL_ADD;
+	}
 	lazy_mark(s, fd);
 	*res = 0;
 	return 1;
@@ -894,10 +887,9 @@ void lism_poll_forget(int fd)
 		/* the epoll fd itself: emptied, kept (a wait on it may still hold it) */
 		pthread_mutex_lock(&s->lock);
 		__atomic_store_n(&s->made, 0, __ATOMIC_RELAXED); /* its number may be a dup's next */
-		for (int i = 0; i < s->cap; i++) {
-			s->by_fd[i].dirty = 0; /* the set closes: nothing to apply */
+		/* a change held back is applied: a dup may keep the set open */
+		for (int i = 0; i < s->cap; i++)
 			eset_del(s, i);
-		}
 		s->ndirty = 0;
 		pthread_mutex_unlock(&s->lock);
 	}
@@ -931,6 +923,14 @@ static int made(int epfd, bool cloexec)
 
 	if (s) {
 		pthread_mutex_lock(&s->lock);
+		/* a number whose set was closed behind this library's back: its
+		 * registrations were that set's (nothing to apply) */
+		for (int i = 0; i < s->cap; i++) {
+			s->by_fd[i].dirty = s->by_fd[i].kin = 0;
+			if (s->by_fd[i].used)
+				eset_drop(s, i);
+		}
+		s->ndirty = 0;
 		s->cloexec = cloexec;
 		pthread_mutex_unlock(&s->lock);
 		__atomic_store_n(&s->made, 1, __ATOMIC_RELAXED);
@@ -963,6 +963,10 @@ void lism_poll_cloexec(int fd, bool on)
 
 void lism_poll_lazy_end(void)
 {
+	static int ended;
+
+	if (__atomic_load_n(&ended, __ATOMIC_ACQUIRE))
+		return; /* applied everything after lazy_off was set: nothing is held back since */
 	__atomic_store_n(&lazy_off, 1, __ATOMIC_SEQ_CST); /* a change after this sees it, under its set's lock */
 	for (int e = 0, end = __atomic_load_n(&esets_end, __ATOMIC_RELAXED); e < end; e++) {
 		struct eset *s = __atomic_load_n(&esets[e], __ATOMIC_ACQUIRE);
@@ -971,6 +975,24 @@ void lism_poll_lazy_end(void)
 			continue;
 		pthread_mutex_lock(&s->lock);
 		lazy_apply_all(s);
+		pthread_mutex_unlock(&s->lock);
+	}
+	__atomic_store_n(&ended, 1, __ATOMIC_RELEASE);
+}
+
+void lism_poll_stale(int fd)
+{
+	for (int e = 0, end = __atomic_load_n(&esets_end, __ATOMIC_RELAXED); e < end; e++) {
+		struct eset *s = __atomic_load_n(&esets[e], __ATOMIC_ACQUIRE);
+
+		if (!s)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		if (fd < s->cap) {
+			s->by_fd[fd].dirty = s->by_fd[fd].kin = 0; /* another file's: nothing to apply */
+			if (s->by_fd[fd].used)
+				eset_drop(s, fd);
+		}
 		pthread_mutex_unlock(&s->lock);
 	}
 }
@@ -1044,7 +1066,7 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		pthread_mutex_unlock(&s->lock);
 		return r;
 	}
-	if (known && (s = eset_of(epfd, false))) {
+	if (known && (s = eset_of(epfd, op != EPOLL_CTL_DEL && ev))) {
 		pthread_mutex_lock(&s->lock);
 		if (fd < s->cap && s->by_fd[fd].used && s->by_fd[fd].standin >= 0) {
 			if (op == EPOLL_CTL_ADD) {
@@ -1064,7 +1086,20 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			pthread_mutex_unlock(&s->lock);
 			return r;
 		}
+		/* the kernel's call and the table's change under one lock: no
+		 * lazy change of another thread's falls between them */
+		r = REAL(epoll_ctl)(epfd, op, fd, ev);
+		if (!r && op != EPOLL_CTL_DEL && ev && (ev->events & EPOLLIN) && !made_here(s))
+			lism_fd_unseen_wait("a ring socket in an epoll fd liblism did not make");
+		if (!r && (op == EPOLL_CTL_DEL || !ev)) {
+			eset_del(s, fd);
+		} else if (!r) {
+			eset_put(s, fd, ev, ev->events & EPOLLIN);
+			if (fd < s->cap && s->by_fd[fd].used) /* what the kernel holds now: a later change may be lazy */
+				s->by_fd[fd].kin = !(ev->events & ~(__u32)LAZY_EVENTS);
+		}
 		pthread_mutex_unlock(&s->lock);
+		return r;
 	}
 	r = REAL(epoll_ctl)(epfd, op, fd, ev);
 	if (r)
@@ -1082,19 +1117,12 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	if (ring && !made_here(s))
 		lism_fd_unseen_wait("a ring socket in an epoll fd liblism did not make");
 	pthread_mutex_lock(&s->lock);
-	if (op == EPOLL_CTL_DEL || !ev) {
+	if (fd >= 0 && fd < s->cap) /* not a socket this library knows: never lazy */
+		s->by_fd[fd].dirty = s->by_fd[fd].kin = 0;
+	if (op == EPOLL_CTL_DEL || !ev)
 		eset_del(s, fd);
-	} else {
+	else
 		eset_put(s, fd, ev, ring);
-		if (known && fd < s->cap && s->by_fd[fd].used) {
-			struct reg *g = &s->by_fd[fd];
-
-			/* what the kernel holds now: a later change may be lazy */
-			g->kin = !(ev->events & ~(__u32)LAZY_EVENTS);
-			g->kevents = ev->events;
-			g->kdata = ev->data.u64;
-		}
-	}
 	pthread_mutex_unlock(&s->lock);
 	return r;
 }

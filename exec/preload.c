@@ -222,6 +222,7 @@ static void ent_dup(int from, int to)
 {
 	struct fdent *e = ent_get(from);
 
+	lism_poll_passed(from); /* a dup of an epoll fd: its changes are made through it too */
 	ent_set(to, e); /* the reference ent_get took is the new fd's */
 }
 
@@ -428,6 +429,8 @@ EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 	if (marked && (!r || errno == EINPROGRESS)) {
 		struct fdent *e = ent_new(FD_PENDING);
 
+		if (lism_fd_known(fd))
+			lism_poll_stale(fd); /* an entry of an fd closed behind our back */
 		if (e)
 			ent_set(fd, e);
 	}
@@ -449,6 +452,8 @@ static int accepted(int fd)
 	if (fd >= 0) {
 		int saved = errno;
 
+		if (lism_fd_known(fd))
+			lism_poll_stale(fd); /* an fd closed behind our back: its registrations were its file's */
 		ent_set(fd, NULL); /* a stale entry of an fd closed behind our back */
 		if (!lism_exec_info(fd, &in) && (in.flags & LISM_EXEC_I_MARKED)) {
 			struct fdent *e = ent_new(FD_PENDING);

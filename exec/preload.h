@@ -35,10 +35,14 @@ void lism_poll_forked(void);
 void lism_poll_forget(int fd);
 
 /* Lazy epoll registrations (exec/poll.c): an epoll fd's close-on-exec
- * flag changed; an fd passed to another process (SCM_RIGHTS); and the end
- * of them for good (a fork, a sandbox), every change held back applied. */
+ * flag changed; an fd passed to another process (SCM_RIGHTS) or dup'd;
+ * and the end of them for good (a fork, a sandbox), every change held
+ * back applied. */
 void lism_poll_cloexec(int fd, bool on);
 void lism_poll_passed(int fd);
 void lism_poll_lazy_end(void);
+/* @fd's entry was a file closed behind this library's back (its number is
+ * another's now): every set forgets it, applying nothing. */
+void lism_poll_stale(int fd);
 
 #endif

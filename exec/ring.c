@@ -166,6 +166,10 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 		.run_read = LOAD(&h->dir[end].cons.run_read),
 	};
 	rx->prod_seen = rx->cons;
+	/* an image that consumed before (a process after exec) may have died
+	 * between its cursor and its take, leaving the count above what is
+	 * there: it reads by the cursor alone */
+	rx->count_trusted = !rx->cons.wrap && !rx->cons.count;
 	{
 		/* a process after exec: the doorbells sent and not eaten are owed,
 		 * but one, while bytes wait for it (a rung stretch open) */
@@ -199,7 +203,8 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 
 /* Take @n from the doorbell word after consuming them: owe a doorbell if
  * the rule says so; -EPROTO if the word is none the rule can make.  @old:
- * the word as loaded last (a stale one costs a failed exchange, no more). */
+ * the word as loaded last, whose count covered @n (a word loaded before
+ * the writer's add would fail the range check: load it again then). */
 static int take(struct lism_ring_rx *rx, __u64 n, bool look, __u64 old)
 {
 	__u64 w;
@@ -253,27 +258,37 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 	state = LOAD(&rx->dir->prod.state); /* before the cursor: see the header comment */
 	if (state & LISM_RING_ABORT)
 		return rx->err = -ECONNRESET;
+again:
 	run = load_run(rx); /* before the cursor too: the producer is past a run's start */
 	if (run < 0)
 		return run;
 	n = 0;
-	if (!run && !rx->eof) {
+	w = 0;
+	if (!run && !rx->eof && rx->count_trusted) {
 		/* counted bytes were published before they were counted: while
-		 * the count is above 0 the writer's cursor line stays in its cache
-		 * (a lying count of at most the DMB moves our cursor past the
-		 * writer's, and the next load_unread() says -EPROTO; no copy
-		 * leaves the DMB) */
+		 * the count is above 0 the writer's cursor line stays in its cache.
+		 * A lying count is bounded, not always caught: at most the DMB,
+		 * copied from this end's own DMB (the peer could write those
+		 * bytes anyway); one that takes our cursor past the writer's is
+		 * caught by the next load_unread() */
 		w = LOAD(&rx->dir->prod.bell);
 		if (lism_bell_valid(w, rx->size) && lism_bell_unread(w) > 0) {
 			n = lism_bell_unread(w);
 			if (n > (__s64)rx->size) /* more than the DMB holds: under the rx lock, a lie */
 				return rx->err = -EPROTO;
+		} else {
+			w = 0;
 		}
 	}
 	if (!n)
 		n = load_unread(rx);
 	if (n < 0)
 		return n;
+	/* a run that started after load_run() looked, and ended, may come
+	 * before the bytes just seen (they were published after it): its
+	 * slot was stored before them, so it shows now */
+	if (!run && n && LOAD(&rx->dir->prod.runs) != rx->runs_done)
+		goto again;
 	if (run) {
 		__s64 to_run = distance(rx->cons, rx->run_at, rx->size);
 

@@ -46,6 +46,7 @@ struct lism_ring_rx {
 	struct lism_cursor cons;       /* this end's consumer cursor: the authority */
 	struct lism_cursor prod_seen;  /* the peer's producer cursor as last checked */
 	bool eof;                      /* recv said the end of the stream */
+	bool count_trusted;            /* the count covers no byte consumed: recv may read by it */
 	bool in_run;                   /* run runs_done comes next: before run_at, after run_bells doorbells */
 	struct lism_cursor run_at;
 	__u64 run_bells;

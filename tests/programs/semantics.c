@@ -332,28 +332,29 @@ static void *wait_in_thread(void *arg)
  * the last change asked; EPOLLET output re-armed by a DEL and an ADD; the
  * errors of a DEL or a MOD of what is not in, an ADD of what is; a socket
  * taken out and closed while a dup keeps its file (never said again); an
- * ADD while another thread waits (said to it).
+ * ADD while another thread waits (said to it); an ADD through a dup of
+ * the set after a DEL through the set.
  */
 static int epoll_ctl_sequence(int c, int s, struct sem_obs *o)
 {
 	struct epoll_event in = { .events = EPOLLIN, .data.u64 = 1 }, out = { .events = EPOLLOUT, .data.u64 = 2 },
 			   outet = { .events = EPOLLOUT | EPOLLET, .data.u64 = 3 };
 	struct waiting_thread t;
-	int ep = epoll_create1(EPOLL_CLOEXEC), s2;
+	int ep = epoll_create1(EPOLL_CLOEXEC), ep2, s2;
 	pthread_t th;
 
 	REQUIRE(o, ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, s, &in) == 0);
 	SEE(o, epoll_one(ep, 100));                                   /* none: nothing to read */
 	SEE(o, epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL));
-	SEE(o, ERRNO_OF(epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL)));      /* ENOENT */
-	SEE(o, ERRNO_OF(epoll_ctl(ep, EPOLL_CTL_MOD, s, &in)));       /* ENOENT */
 	SEE(o, epoll_ctl(ep, EPOLL_CTL_ADD, s, &out));
 	o->lazy = kernel_holds(ep, s, EPOLLIN | EPOLLOUT) == EPOLLIN;  /* the kernel has not seen them yet */
-	SEE(o, ERRNO_OF(epoll_ctl(ep, EPOLL_CTL_ADD, s, &out)));      /* EEXIST */
 	SEE(o, epoll_one(ep, 1000));                                  /* OUT, data 2 */
 	SEE(o, kernel_holds(ep, s, EPOLLIN | EPOLLOUT));              /* OUT: a wait applies them */
+	SEE(o, ERRNO_OF(epoll_ctl(ep, EPOLL_CTL_ADD, s, &out)));      /* EEXIST */
 	REQUIRE(o, send_all(c, 7, 0, 100) == 0);
 	SEE(o, epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL));
+	SEE(o, ERRNO_OF(epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL)));      /* ENOENT */
+	SEE(o, ERRNO_OF(epoll_ctl(ep, EPOLL_CTL_MOD, s, &in)));       /* ENOENT */
 	SEE(o, epoll_ctl(ep, EPOLL_CTL_ADD, s, &in));
 	SEE(o, epoll_one(ep, 1000));                                  /* IN, data 1 */
 	SEE(o, recv_check(s, 7, 0, 100, 1000));
@@ -380,6 +381,12 @@ static int epoll_ctl_sequence(int c, int s, struct sem_obs *o)
 	pthread_join(th, NULL);
 	SEE(o, t.said);                                               /* IN, data 1 */
 	SEE(o, recv_check(s2, 9, 0, 100, 1000));
+	/* out of the set, then back in through a dup of it */
+	SEE(o, epoll_ctl(ep, EPOLL_CTL_DEL, s2, NULL));
+	REQUIRE(o, (ep2 = dup(ep)) >= 0);
+	SEE(o, epoll_ctl(ep2, EPOLL_CTL_ADD, s2, &out));
+	SEE(o, epoll_one(ep, 1000));                                  /* OUT, data 2 */
+	close(ep2);
 	close(ep);
 	close(c);
 	close(s2);

@@ -369,6 +369,29 @@ Test(ring, attach_takes_the_cursors_the_header_holds)
 	pair_close(&p);
 }
 
+/*
+ * An image killed between its cursor and its take (an exec while another
+ * thread was in recv) leaves the count above what is unread: the image
+ * after it reads by the cursor alone, never past the writer's bytes.
+ */
+Test(ring, a_reattach_reads_by_the_cursor_not_a_count_left_high)
+{
+	struct pair p;
+	struct lism_ring_rx rx1;
+	struct lism_ring_tx tx1;
+	char out[16];
+
+	pair_open(&p, 64);
+	cr_assert_eq(send_buf(&p.tx[0], "0123456789", 10), 10);
+	cr_assert_eq(recv_buf(&p.rx[1], out, 4, 0), 4);
+	p.h->dir[1].prod.bell += 4; /* the 4 read, their take not made */
+	cr_assert_eq(lism_ring_attach(p.mem, p.len, 1, &rx1, &tx1), 0);
+	cr_assert_eq(recv_buf(&rx1, out, sizeof(out), 0), 6, "what the writer published, not what the count says");
+	cr_assert_eq(memcmp(out, "456789", 6), 0);
+	cr_assert_eq(recv_buf(&rx1, out, sizeof(out), 0), -EAGAIN);
+	pair_close(&p);
+}
+
 /* A process after exec takes over the doorbell count: sent and not eaten is owed, but the one of bytes waiting. */
 Test(ring, a_reattach_owes_the_doorbells_sent_and_not_eaten)
 {
