@@ -123,10 +123,10 @@ int lism_exec_ask(const char *device_path, __u32 op, int fd, struct lism_device_
 		err = -EPROTO;
 out:
 	if (err && *memfd >= 0) {
-		close(*memfd);
+		syscall(SYS_close, *memfd);
 		*memfd = -1;
 	}
-	close(s);
+	syscall(SYS_close, s);
 	return err;
 }
 
@@ -169,7 +169,9 @@ int lism_exec_attach(int fd, const char *device_path, struct lism_exec_map *m)
 	if (err)
 		lism_exec_detach(m);
 out:
-	close(memfd); /* the mapping keeps the memory */
+	/* the mapping keeps the memory; syscall(2): liblism's close would look
+	 * at its tables, whose locks a caller here may hold (decide's setup) */
+	syscall(SYS_close, memfd);
 	return err;
 }
 

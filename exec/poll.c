@@ -673,8 +673,9 @@ static void lazy_apply(struct eset *s, int fd)
 {
 	struct reg *r = &s->by_fd[fd];
 	struct epoll_event ev = { .events = r->events, .data.u64 = r->data };
+	int added = r->added;
 
-	r->dirty = 0;
+	r->dirty = r->added = 0;
 	if (!r->kin)
 		return;
 	if (!r->used) {
@@ -687,11 +688,10 @@ static void lazy_apply(struct eset *s, int fd)
 	 * an ADD held back: the file the kernel held at @fd was closed behind
 	 * this library's back; the ADD asked for the file there now. */
 	if (REAL(epoll_ctl)(s->epfd, EPOLL_CTL_MOD, fd, &ev) &&
-	    (errno != ENOENT || !r->added || REAL(epoll_ctl)(s->epfd, EPOLL_CTL_ADD, fd, &ev))) {
+	    (errno != ENOENT || !added || REAL(epoll_ctl)(s->epfd, EPOLL_CTL_ADD, fd, &ev))) {
 		lism_exec_debug(fd, "an epoll registration changed lazily could not be applied: %s", strerror(errno));
 		r->kin = 0;
 	}
-	r->added = 0;
 }
 
 /* Apply every change @s holds back (@s locked). */
@@ -917,25 +917,42 @@ static void nested_wait(int fd)
 	}
 }
 
+/* @s's epoll fd was closed behind this library's back (@s locked): its
+ * registrations were that set's, and nothing of them is applied. */
+static void eset_stale(struct eset *s)
+{
+	for (int i = 0; i < s->cap; i++) {
+		s->by_fd[i].dirty = s->by_fd[i].kin = s->by_fd[i].added = 0;
+		if (s->by_fd[i].used)
+			eset_drop(s, i);
+	}
+	s->ndirty = 0;
+}
+
 static int made(int epfd, bool cloexec)
 {
 	struct eset *s = epfd >= 0 ? eset_of(epfd, true) : NULL;
 
 	if (s) {
 		pthread_mutex_lock(&s->lock);
-		/* a number whose set was closed behind this library's back: its
-		 * registrations were that set's (nothing to apply) */
-		for (int i = 0; i < s->cap; i++) {
-			s->by_fd[i].dirty = s->by_fd[i].kin = 0;
-			if (s->by_fd[i].used)
-				eset_drop(s, i);
-		}
-		s->ndirty = 0;
+		eset_stale(s);
 		s->cloexec = cloexec;
 		pthread_mutex_unlock(&s->lock);
 		__atomic_store_n(&s->made, 1, __ATOMIC_RELAXED);
 	}
 	return epfd;
+}
+
+void lism_poll_fresh(int fd)
+{
+	struct eset *s = fd >= 0 && fd < ESETS ? __atomic_load_n(&esets[fd], __ATOMIC_ACQUIRE) : NULL;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	__atomic_store_n(&s->made, 0, __ATOMIC_RELAXED);
+	eset_stale(s);
+	pthread_mutex_unlock(&s->lock);
 }
 
 EXPORT int epoll_create(int size)
@@ -968,7 +985,7 @@ void lism_poll_lazy_end(void)
 	if (__atomic_load_n(&ended, __ATOMIC_ACQUIRE))
 		return; /* applied everything after lazy_off was set: nothing is held back since */
 	__atomic_store_n(&lazy_off, 1, __ATOMIC_SEQ_CST); /* a change after this sees it, under its set's lock */
-	for (int e = 0, end = __atomic_load_n(&esets_end, __ATOMIC_RELAXED); e < end; e++) {
+	for (int e = 0, end = __atomic_load_n(&esets_end, __ATOMIC_SEQ_CST); e < end; e++) {
 		struct eset *s = __atomic_load_n(&esets[e], __ATOMIC_ACQUIRE);
 
 		if (!s)
@@ -989,7 +1006,8 @@ void lism_poll_stale(int fd)
 			continue;
 		pthread_mutex_lock(&s->lock);
 		if (fd < s->cap) {
-			s->by_fd[fd].dirty = s->by_fd[fd].kin = 0; /* another file's: nothing to apply */
+			/* another file's: nothing to apply */
+			s->by_fd[fd].dirty = s->by_fd[fd].kin = s->by_fd[fd].added = 0;
 			if (s->by_fd[fd].used)
 				eset_drop(s, fd);
 		}
@@ -1118,7 +1136,7 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		lism_fd_unseen_wait("a ring socket in an epoll fd liblism did not make");
 	pthread_mutex_lock(&s->lock);
 	if (fd >= 0 && fd < s->cap) /* not a socket this library knows: never lazy */
-		s->by_fd[fd].dirty = s->by_fd[fd].kin = 0;
+		s->by_fd[fd].dirty = s->by_fd[fd].kin = s->by_fd[fd].added = 0;
 	if (op == EPOLL_CTL_DEL || !ev)
 		eset_del(s, fd);
 	else

@@ -223,6 +223,7 @@ static void ent_dup(int from, int to)
 	struct fdent *e = ent_get(from);
 
 	lism_poll_passed(from); /* a dup of an epoll fd: its changes are made through it too */
+	lism_poll_fresh(to);    /* @to names a new file: a set kept under its number is stale */
 	ent_set(to, e); /* the reference ent_get took is the new fd's */
 }
 
@@ -429,8 +430,6 @@ EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 	if (marked && (!r || errno == EINPROGRESS)) {
 		struct fdent *e = ent_new(FD_PENDING);
 
-		if (lism_fd_known(fd))
-			lism_poll_stale(fd); /* an entry of an fd closed behind our back */
 		if (e)
 			ent_set(fd, e);
 	}

@@ -44,5 +44,8 @@ void lism_poll_lazy_end(void);
 /* @fd's entry was a file closed behind this library's back (its number is
  * another's now): every set forgets it, applying nothing. */
 void lism_poll_stale(int fd);
+/* @fd names a file new to this library (a dup): a set kept under its
+ * number was closed behind its back, and is forgotten, applying nothing. */
+void lism_poll_fresh(int fd);
 
 #endif

@@ -170,6 +170,25 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 	 * between its cursor and its take, leaving the count above what is
 	 * there: it reads by the cursor alone */
 	rx->count_trusted = !rx->cons.wrap && !rx->cons.count;
+	if (!rx->count_trusted) {
+		/* and the count it left high would keep the writer's doorbells
+		 * off: take what it counts beyond the bytes there (an honest
+		 * count is never above them; a writer's add in flight can only
+		 * make this take too little) */
+		__u64 w = LOAD(&h->dir[end].prod.bell);
+
+		for (;;) {
+			struct lism_cursor p = lism_cursor_unpack(LOAD(&h->dir[end].prod.cursor));
+			__s64 d = distance(rx->cons, p, size), x = lism_bell_unread(w) - d;
+			bool owes;
+
+			if (d < 0 || d > size || x <= 0 || x > size || !lism_bell_valid(w, size))
+				break;
+			if (__atomic_compare_exchange_n(&h->dir[end].prod.bell, &w, lism_bell_take(w, (__u64)x, &owes),
+							false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				break;
+		}
+	}
 	{
 		/* a process after exec: the doorbells sent and not eaten are owed,
 		 * but one, while bytes wait for it (a rung stretch open) */
@@ -247,6 +266,7 @@ ssize_t lism_ring_recv(struct lism_ring_rx *rx, const struct iovec *iov, int iov
 {
 	size_t want = iov_total(iov, iovcnt);
 	__u32 state;
+	bool restarted = false;
 	__u64 w = 0;
 	__s64 n;
 	int run;
@@ -262,6 +282,8 @@ again:
 	run = load_run(rx); /* before the cursor too: the producer is past a run's start */
 	if (run < 0)
 		return run;
+	if (restarted && !run)
+		return rx->err = -EPROTO; /* the runs went back: only a hostile peer does that */
 	n = 0;
 	w = 0;
 	if (!run && !rx->eof && rx->count_trusted) {
@@ -287,8 +309,10 @@ again:
 	/* a run that started after load_run() looked, and ended, may come
 	 * before the bytes just seen (they were published after it): its
 	 * slot was stored before them, so it shows now */
-	if (!run && n && LOAD(&rx->dir->prod.runs) != rx->runs_done)
+	if (!run && n && LOAD(&rx->dir->prod.runs) != rx->runs_done) {
+		restarted = true;
 		goto again;
+	}
 	if (run) {
 		__s64 to_run = distance(rx->cons, rx->run_at, rx->size);
 

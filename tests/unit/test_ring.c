@@ -386,9 +386,12 @@ Test(ring, a_reattach_reads_by_the_cursor_not_a_count_left_high)
 	cr_assert_eq(recv_buf(&p.rx[1], out, 4, 0), 4);
 	p.h->dir[1].prod.bell += 4; /* the 4 read, their take not made */
 	cr_assert_eq(lism_ring_attach(p.mem, p.len, 1, &rx1, &tx1), 0);
+	cr_assert_eq(lism_bell_unread(p.h->dir[1].prod.bell), 6, "the take the image missed, made at attach");
 	cr_assert_eq(recv_buf(&rx1, out, sizeof(out), 0), 6, "what the writer published, not what the count says");
 	cr_assert_eq(memcmp(out, "456789", 6), 0);
 	cr_assert_eq(recv_buf(&rx1, out, sizeof(out), 0), -EAGAIN);
+	cr_assert_eq(send_buf(&p.tx[0], "x", 1), 1);
+	cr_assert(p.tx[0].bell, "the writer's next crossing rings: its doorbells are on again");
 	pair_close(&p);
 }
 
