@@ -640,12 +640,16 @@ static void standin_drop(struct eset *s, struct reg *r)
  * - never while a wait on the set runs (the call goes to the kernel), nor
  *   for a set this image did not make, or one that is not close-on-exec
  *   (an exec'd image would inherit it unapplied);
- * - never once a wait this library does not see may look at a set (a dup
- *   of it, a set nested in another wait, a fork's other process, a
- *   sandbox): lism_poll_lazy_end applies everything first, for good;
- * - the first ADD of an fd, EPOLLONESHOT, EPOLLEXCLUSIVE and EPOLLWAKEUP
- *   go to the kernel at once (their errors are the caller's);
- * - a close of the fd applies its change first (the fd names the file).
+ * - never once a wait or a change this library does not see may reach a
+ *   set (a dup of it, a set nested in another wait or passed to another
+ *   process, a fork, a sandbox): lism_poll_lazy_end applies everything
+ *   first, for good;
+ * - only calls that succeed: the first ADD of an fd, every call the kernel
+ *   would refuse, and EPOLLONESHOT, EPOLLEXCLUSIVE and EPOLLWAKEUP go to
+ *   the kernel (after the change held back), so their errors are its own;
+ * - a close of the fd applies its change first (the fd names the file);
+ *   an fd or a set closed behind this library's back is forgotten, its
+ *   changes unapplied (reg_forget).
  * $LISM_EPOLL_LAZY=0 turns it off (the bench's ablation).
  */
 #define LAZY_EVENTS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLRDNORM | EPOLLRDBAND | \
@@ -917,42 +921,46 @@ static void nested_wait(int fd)
 	}
 }
 
-/* @s's epoll fd was closed behind this library's back (@s locked): its
- * registrations were that set's, and nothing of them is applied. */
-static void eset_stale(struct eset *s)
+/* @fd's registration in @s was a file's closed behind this library's
+ * back (@s locked): forgotten, nothing of it applied. */
+static void reg_forget(struct eset *s, int fd)
 {
-	for (int i = 0; i < s->cap; i++) {
-		s->by_fd[i].dirty = s->by_fd[i].kin = s->by_fd[i].added = 0;
-		if (s->by_fd[i].used)
-			eset_drop(s, i);
-	}
+	s->by_fd[fd].dirty = s->by_fd[fd].kin = s->by_fd[fd].added = 0;
+	if (s->by_fd[fd].used)
+		eset_drop(s, fd);
+}
+
+/* A new epoll fd numbered as @s (@made: this image made it): what @s kept
+ * was a set closed behind this library's back. */
+static void eset_renew(struct eset *s, int made, bool cloexec)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!made)
+		__atomic_store_n(&s->made, 0, __ATOMIC_RELAXED);
+	for (int i = 0; i < s->cap; i++)
+		reg_forget(s, i);
 	s->ndirty = 0;
+	s->cloexec = cloexec;
+	pthread_mutex_unlock(&s->lock);
+	if (made)
+		__atomic_store_n(&s->made, 1, __ATOMIC_RELAXED);
 }
 
 static int made(int epfd, bool cloexec)
 {
-	struct eset *s = epfd >= 0 ? eset_of(epfd, true) : NULL;
+	struct eset *s = eset_of(epfd, true);
 
-	if (s) {
-		pthread_mutex_lock(&s->lock);
-		eset_stale(s);
-		s->cloexec = cloexec;
-		pthread_mutex_unlock(&s->lock);
-		__atomic_store_n(&s->made, 1, __ATOMIC_RELAXED);
-	}
+	if (s)
+		eset_renew(s, 1, cloexec);
 	return epfd;
 }
 
 void lism_poll_fresh(int fd)
 {
-	struct eset *s = fd >= 0 && fd < ESETS ? __atomic_load_n(&esets[fd], __ATOMIC_ACQUIRE) : NULL;
+	struct eset *s = eset_of(fd, false);
 
-	if (!s)
-		return;
-	pthread_mutex_lock(&s->lock);
-	__atomic_store_n(&s->made, 0, __ATOMIC_RELAXED);
-	eset_stale(s);
-	pthread_mutex_unlock(&s->lock);
+	if (s)
+		eset_renew(s, 0, false);
 }
 
 EXPORT int epoll_create(int size)
@@ -967,7 +975,7 @@ EXPORT int epoll_create1(int flags)
 
 void lism_poll_cloexec(int fd, bool on)
 {
-	struct eset *s = fd >= 0 && fd < ESETS ? __atomic_load_n(&esets[fd], __ATOMIC_ACQUIRE) : NULL;
+	struct eset *s = eset_of(fd, false);
 
 	if (!s)
 		return;
@@ -1005,19 +1013,15 @@ void lism_poll_stale(int fd)
 		if (!s)
 			continue;
 		pthread_mutex_lock(&s->lock);
-		if (fd < s->cap) {
-			/* another file's: nothing to apply */
-			s->by_fd[fd].dirty = s->by_fd[fd].kin = s->by_fd[fd].added = 0;
-			if (s->by_fd[fd].used)
-				eset_drop(s, fd);
-		}
+		if (fd < s->cap)
+			reg_forget(s, fd);
 		pthread_mutex_unlock(&s->lock);
 	}
 }
 
 void lism_poll_passed(int fd)
 {
-	if (made_here(fd >= 0 && fd < ESETS ? __atomic_load_n(&esets[fd], __ATOMIC_ACQUIRE) : NULL))
+	if (made_here(eset_of(fd, false)))
 		lism_poll_lazy_end(); /* another process may wait on it */
 }
 

@@ -141,6 +141,8 @@ int lism_ring_init(void *base, __u64 len, __u32 dmb_size, __u64 gid, __u64 token
 	return 0;
 }
 
+static int take(struct lism_ring_rx *rx, __u64 n, bool look, __u64 old);
+
 int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, struct lism_ring_tx *tx)
 {
 	struct lism_ring_hdr *h = base;
@@ -172,22 +174,15 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 	rx->count_trusted = !rx->cons.wrap && !rx->cons.count;
 	if (!rx->count_trusted) {
 		/* and the count it left high would keep the writer's doorbells
-		 * off: take what it counts beyond the bytes there (an honest
-		 * count is never above them; a writer's add in flight can only
-		 * make this take too little) */
+		 * off: take what it counts beyond the bytes there, the word loaded
+		 * before the cursor (an honest count is never above them; a
+		 * writer's add in flight can only make this take too little) */
 		__u64 w = LOAD(&h->dir[end].prod.bell);
+		__s64 d = distance(rx->cons, lism_cursor_unpack(LOAD(&h->dir[end].prod.cursor)), size);
+		__s64 x = lism_bell_unread(w) - d;
 
-		for (;;) {
-			struct lism_cursor p = lism_cursor_unpack(LOAD(&h->dir[end].prod.cursor));
-			__s64 d = distance(rx->cons, p, size), x = lism_bell_unread(w) - d;
-			bool owes;
-
-			if (d < 0 || d > size || x <= 0 || x > size || !lism_bell_valid(w, size))
-				break;
-			if (__atomic_compare_exchange_n(&h->dir[end].prod.bell, &w, lism_bell_take(w, (__u64)x, &owes),
-							false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-				break;
-		}
+		if (d >= 0 && d <= size && x > 0 && x <= size)
+			(void)take(rx, (__u64)x, false, w); /* its owes: the count below; a broken word: load_unread's */
 	}
 	{
 		/* a process after exec: the doorbells sent and not eaten are owed,
