@@ -61,6 +61,14 @@ Modes:
                   lism-exec with LISM_EPOLL_LAZY=0: every epoll_ctl on a
                   ring socket goes to the kernel when it is made, not
                   at the set's next wait (exec/poll.c)
+  lism-exec-nocarry
+                  lism-exec with LISM_CARRY=0: a writer adds every send
+                  to the doorbell word's count, also while its reader
+                  spins (exec/bell.h, carried counts)
+  lism-exec-locked
+                  lism-exec with LISM_ONE_THREAD=0: every send takes the
+                  tx lock and every call its reference by a locked
+                  operation, one thread or many (exec/conn.h)
   A mode named lism-ab-* is measured against lism-ab, on its workloads;
   one named lism-exec-* against lism-exec.
 
@@ -492,9 +500,14 @@ ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-churn": ["--no-churn-de
              # readers that ring for every stretch (exec/bell.h, lism_bell_take_look off)
              "lism-exec-nolook": ["LISM_READER_LOOKS=0"],
              # every epoll_ctl on a ring socket to the kernel at once (exec/poll.c, lazy registrations)
-             "lism-exec-eager": ["LISM_EPOLL_LAZY=0"]}
+             "lism-exec-eager": ["LISM_EPOLL_LAZY=0"],
+             # writers that add every send to the count (exec/bell.h, carried counts off)
+             "lism-exec-nocarry": ["LISM_CARRY=0"],
+             # a tx lock and atomic references in every process, one thread or not (exec/conn.h)
+             "lism-exec-locked": ["LISM_ONE_THREAD=0"]}
 # the settings of the workload programs' liblism (exec/spin.h), set by switch() per mode
-EXEC_SETTINGS = ("LISM_BUSY_POLL_US", "LISM_BUSY_POLL_YIELD_NS", "LISM_READER_LOOKS", "LISM_EPOLL_LAZY")
+EXEC_SETTINGS = ("LISM_BUSY_POLL_US", "LISM_BUSY_POLL_YIELD_NS", "LISM_READER_LOOKS", "LISM_EPOLL_LAZY",
+                 "LISM_CARRY", "LISM_ONE_THREAD")
 # BENCH_LISM_OLD=path/to/lism: modes lism-old and lism-ab-old, another build's lism, interleaved
 # with this one (an A/B)
 LISM_OLD = os.environ.get("BENCH_LISM_OLD")

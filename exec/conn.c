@@ -17,12 +17,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/single_threaded.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "exec/conn.h"
+#include "exec/fence.h"
 #include "exec/spin.h"
 
 /*
@@ -165,8 +167,13 @@ void lism_conn_sandbox(struct lism_conn *c, int fd)
 {
 	if (c) {
 		(void)nonblocking(c, fd, 0); /* fcntl: asked now, while it may be */
-		/* the sandbox's waits look at no ring: its doorbells ring from now on */
+		/* the sandbox's waits look at no ring: its doorbells ring from now
+		 * on, and what a writer carried shows now, while a fence may be made */
 		(void)lism_ring_rx_poll_end(&c->map.rx);
+		if (lism_ring_rx_carried(&c->map.rx)) {
+			lism_fence_peers();
+			(void)lism_ring_rx_fenced(&c->map.rx);
+		}
 	} else
 		sandboxed = 1;
 }
@@ -184,6 +191,39 @@ static void lock(struct lism_conn *c, pthread_mutex_t *l)
 		pthread_mutex_consistent(l);
 		__atomic_or_fetch(&c->flags, LISM_CONN_ABORTED, __ATOMIC_RELEASE);
 	}
+}
+
+/*
+ * The tx lock of a process with one thread and a connection no other
+ * process holds is nobody's but the caller's: sends take none (a locked
+ * operation per send drained the store buffer behind the ring's cursor,
+ * bell.h, carried counts).  A send from a signal handler that interrupted
+ * a send on the same socket would deadlock on the lock, and interleaves
+ * without it.
+ */
+static int one_thread_off; /* $LISM_ONE_THREAD=0: the ablation (lism_conn_readers_look reads it) */
+
+bool lism_conn_one_thread(void)
+{
+	return !__atomic_load_n(&one_thread_off, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED);
+}
+
+static bool tx_alone(struct lism_conn *c)
+{
+	return lism_conn_one_thread() && !__atomic_load_n(&c->shared, __ATOMIC_RELAXED);
+}
+
+static void tx_lock(struct lism_conn *c, bool alone)
+{
+	if (!alone)
+		lock(c, &c->tx_lock);
+}
+
+static void tx_unlock(struct lism_conn *c, bool alone)
+{
+	if (!alone)
+		pthread_mutex_unlock(&c->tx_lock);
 }
 
 static int mutex_init(pthread_mutex_t *l)
@@ -354,7 +394,13 @@ static int tcp_look(struct lism_conn *c, int fd, int wait)
 
 	if (wait) {
 		/* no sleep in the kernel over bytes a spin hid from it (bell.h) */
-		if (lism_conn_sleep_begin(c)) {
+		bool carried = false, silent = lism_conn_sleep_begin(c, &carried);
+
+		if (carried) {
+			lism_fence_peers();
+			silent |= lism_conn_fenced(c);
+		}
+		if (silent) {
 			lism_conn_sleep_end(c);
 			return 1;
 		}
@@ -472,9 +518,14 @@ void lism_conn_look_end(struct lism_conn *c)
 	unshare_check(c);
 }
 
-bool lism_conn_sleep_begin(struct lism_conn *c)
+bool lism_conn_sleep_begin(struct lism_conn *c, bool *carried)
 {
-	return lism_ring_rx_sleep_begin(&c->map.rx);
+	return lism_ring_rx_sleep_begin(&c->map.rx, carried);
+}
+
+bool lism_conn_fenced(struct lism_conn *c)
+{
+	return lism_ring_rx_fenced(&c->map.rx);
 }
 
 void lism_conn_sleep_end(struct lism_conn *c)
@@ -555,6 +606,11 @@ bool lism_conn_kernel_alone(struct lism_conn *c)
 	 * the rx lock, every take that saw the ring unshared is over */
 	lock(c, &c->rx_lock);
 	pthread_mutex_unlock(&c->rx_lock);
+	/* the kernel alone waits from now on: what a writer carried shows first */
+	if (lism_ring_rx_carried(&c->map.rx)) {
+		lism_fence_peers();
+		return lism_ring_rx_fenced(&c->map.rx);
+	}
 	return lism_ring_rx_silent(&c->map.rx);
 }
 
@@ -599,9 +655,10 @@ static int readers_look; /* lism_conn_readers_look */
 
 void lism_conn_readers_look(void)
 {
-	const char *e = getenv("LISM_READER_LOOKS");
+	const char *e = getenv("LISM_READER_LOOKS"), *o = getenv("LISM_ONE_THREAD");
 
 	__atomic_store_n(&readers_look, !(e && !strcmp(e, "0")), __ATOMIC_RELAXED);
+	__atomic_store_n(&one_thread_off, o && !strcmp(o, "0"), __ATOMIC_RELAXED);
 }
 
 bool lism_conn_readers_looking(void)
@@ -893,10 +950,11 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 	long deadline = -2;
 	int nb = -1;
 	ssize_t r = 0;
+	bool alone = tx_alone(c);
 
 	for (int i = 0; i < iovcnt; i++)
 		want += iov[i].iov_len;
-	lock(c, &c->tx_lock);
+	tx_lock(c, alone);
 	if (flags & MSG_OOB) {
 		nb = nonblocking(c, fd, flags);
 		r = run_start(c, fd, nb) ?: send_run(c, fd, iov, iovcnt, flags);
@@ -981,18 +1039,18 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 			struct timespec ts = { 0, LISM_CONN_LIVENESS_MS * 1000000L };
 			long slept;
 
-			pthread_mutex_unlock(&c->tx_lock); /* as tcp_look */
+			tx_unlock(c, alone); /* as tcp_look */
 			slept = syscall(SYS_futex, &c->map.tx.dir->prod.writer_waits, FUTEX_WAIT, 1, &ts, NULL, 0);
 			if (slept && errno == EINTR && !signals_restart()) {
-				lock(c, &c->tx_lock);
+				tx_lock(c, alone);
 				r = -EINTR;
 				break;
 			}
-			lock(c, &c->tx_lock);
+			tx_lock(c, alone);
 		}
 	}
 out:
-	pthread_mutex_unlock(&c->tx_lock);
+	tx_unlock(c, alone);
 	if (r == -EPIPE && !(flags & MSG_NOSIGNAL) && !put)
 		raise(SIGPIPE);
 	if (put)

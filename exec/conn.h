@@ -122,9 +122,13 @@ bool lism_conn_says(struct lism_conn *c, int fd);
  * in the ring's doorbell word, every spin ended, in one operation; true if
  * bytes came silent: say them instead) and wakes (sleep_end): while one
  * sleeps nobody spins on @c, since a spinner's silent bytes would never
- * wake it (exec/bell.h).
+ * wake it (exec/bell.h).  *@carried: a writer may have carried bytes
+ * (bell.h, carried counts); the wait fences once for all its rings
+ * (lism_fence_peers), then asks fenced on each such ring: true if bytes
+ * are there with no doorbell (say them instead).
  */
-bool lism_conn_sleep_begin(struct lism_conn *c);
+bool lism_conn_sleep_begin(struct lism_conn *c, bool *carried);
+bool lism_conn_fenced(struct lism_conn *c);
 void lism_conn_sleep_end(struct lism_conn *c);
 
 /*
@@ -165,6 +169,16 @@ void lism_conn_readers_look(void);
  * its rings (POLLING ended on one shared meanwhile). */
 bool lism_conn_readers_looking(void);
 void lism_conn_look_end(struct lism_conn *c);
+
+/*
+ * Whether the process has one thread (glibc's __libc_single_threaded,
+ * which turns false before a second thread runs; a raw clone(2) is not
+ * seen), unless $LISM_ONE_THREAD is 0 (the bench's ablation): its calls
+ * take references with plain operations and its sends no tx lock on a
+ * connection no other process holds, since every locked operation drains
+ * the store buffer behind a send's cursor (bell.h, carried counts).
+ */
+bool lism_conn_one_thread(void);
 
 /* $LISM_EXEC_DEBUG set: say on stderr why a connection failed (a reset, a broken pipe). */
 void lism_exec_debug(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

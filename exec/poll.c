@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "exec/conn.h"
+#include "exec/fence.h"
 #include "exec/preload.h"
 #include "exec/spin.h"
 
@@ -92,6 +93,7 @@ struct ring {
 	struct lism_conn *c;
 	void *ref;
 	int at;       /* its pollfd, its fd (select), its registration (epoll) */
+	bool carried; /* its sleep_begin said CARRY: fenced before the wait sleeps */
 };
 
 #define LOCAL_RINGS 32
@@ -186,7 +188,7 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 	__u64 t0 = lism_spin_now_ns(), budget = 0, t = 0, yielded = 0, asked = 0;
 	__u32 bound = 0;
 	int n, kn = 0, spinning = 0;
-	bool found = false;
+	bool found = false, carried = false;
 
 	n = w->kernel(w, 0);
 	if (n < 0)
@@ -229,9 +231,17 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 	/* counted asleep on each ring, and every spin ended (this one's,
 	 * another thread's) in the same operation: nobody spins on a ring
 	 * while this sleeps, and bytes a spin hid are said here (bell.h) */
-	for (int i = 0; i < w->nr; i++)
-		found |= lism_conn_sleep_begin(w->r[i].c);
+	for (int i = 0; i < w->nr; i++) {
+		found |= lism_conn_sleep_begin(w->r[i].c, &w->r[i].carried);
+		carried |= w->r[i].carried;
+	}
 	w->asleep = true;
+	if (carried) { /* one fence for every ring whose writer may have carried (bell.h) */
+		lism_fence_peers();
+		for (int i = 0; i < w->nr; i++)
+			if (w->r[i].carried)
+				found |= lism_conn_fenced(w->r[i].c);
+	}
 	if (kn < 0) {
 		n = kn;
 		goto out;

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "exec/conn.h"
+#include "exec/fence.h"
 #include "exec/preload.h"
 #include "exec/spin.h"
 
@@ -157,6 +158,16 @@ static struct fdent *ent_new(int state)
 }
 
 /*
+ * A process with one thread (lism_conn_one_thread) moves the calls'
+ * references with plain loads and stores; a signal handler's calls give
+ * back every reference they take.
+ */
+static bool one_thread(void)
+{
+	return lism_conn_one_thread();
+}
+
+/*
  * Drop a reference; the last one unmaps the ring.  @fd only from the close
  * path (ent_drop), where the fd is still open: a call's reference may be
  * the last only after a close on another thread, when the number may
@@ -164,7 +175,13 @@ static struct fdent *ent_new(int state)
  */
 static void ent_put(struct fdent *e, int fd)
 {
-	if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL))
+	if (one_thread()) {
+		int refs = __atomic_load_n(&e->refs, __ATOMIC_RELAXED) - 1;
+
+		__atomic_store_n(&e->refs, refs, __ATOMIC_RELAXED);
+		if (refs)
+			return;
+	} else if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	if (e->conn)
 		lism_conn_release(e->conn, fd);
@@ -184,6 +201,12 @@ static struct fdent *ent_get(int fd)
 	if (!s || !(e = __atomic_load_n(s, __ATOMIC_ACQUIRE)))
 		return NULL;
 	refs = __atomic_load_n(&e->refs, __ATOMIC_ACQUIRE);
+	if (one_thread()) { /* nobody closes it meanwhile */
+		if (!refs)
+			return NULL;
+		__atomic_store_n(&e->refs, refs + 1, __ATOMIC_RELAXED);
+		return e;
+	}
 	do {
 		if (!refs)
 			return NULL; /* freed meanwhile: the fd closed */
@@ -933,6 +956,13 @@ static void forking(void)
 	lism_poll_lazy_end(); /* the other process may wait on the sets too */
 }
 
+/* The child: registered for fences again (exec/fence.h), its waits' sets its own. */
+static void forked(void)
+{
+	lism_fence_init();
+	lism_poll_forked();
+}
+
 /*
  * At start: sockets this process inherited across exec from a process
  * that ran liblism (sshd's session, a re-exec'd server) are looked at like
@@ -945,7 +975,8 @@ __attribute__((constructor)) static void start(void)
 
 	resolve();
 	lism_conn_readers_look(); /* every wait is interposed from here on (exec/poll.c) */
-	pthread_atfork(forking, NULL, lism_poll_forked);
+	lism_fence_init();        /* and each one that sleeps can fence (carried counts) */
+	pthread_atfork(forking, NULL, forked);
 	snprintf(device_path, sizeof(device_path), "%s", lism_exec_device_path());
 	d = opendir("/proc/self/fd");
 	if (!d)

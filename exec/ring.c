@@ -25,6 +25,14 @@
 
 #define WRITER_STATES (LISM_RING_DONE_WRITING | LISM_RING_CLOSED | LISM_RING_ABORT)
 
+bool lism_ring_carry;
+
+/* The CARRY flag this process's readers set with POLLING. */
+static __u64 carry_bit(void)
+{
+	return __atomic_load_n(&lism_ring_carry, __ATOMIC_RELAXED) ? LISM_BELL_CARRY : 0;
+}
+
 /* Bytes from @a to @b in a ring of @size (negative if @b is behind). */
 static __s64 distance(struct lism_cursor a, struct lism_cursor b, __u32 size)
 {
@@ -198,8 +206,11 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 		.prod = lism_cursor_unpack(LOAD(&h->dir[!end].prod.cursor)),
 		.state = LOAD(&h->dir[!end].prod.state) & WRITER_STATES,
 		.bells = LOAD(&h->dir[!end].prod.bells),
+		.carry = LOAD(&h->dir[!end].prod.carried), /* a process after exec: what the image carried */
 		.runs = LOAD(&h->dir[!end].prod.runs),
 	};
+	if (tx->carry > size / 2)
+		return -EPROTO;
 	if (tx->runs) { /* a process after exec: its last run may be open */
 		const struct lism_ring_run *r = &h->dir[!end].run[(tx->runs - 1) % LISM_RING_RUNS];
 
@@ -225,9 +236,11 @@ static int take(struct lism_ring_rx *rx, __u64 n, bool look, __u64 old)
 	bool owes;
 
 	do {
-		if (!lism_bell_valid(old, rx->size) || lism_bell_unread(old) < (__s64)n - (__s64)rx->size)
+		/* the count lags the bytes by what the writer has not added yet:
+		 * its carry and its last send, at most half the DMB and the DMB */
+		if (!lism_bell_valid(old, rx->size) || lism_bell_unread(old) < (__s64)n - 2 * (__s64)rx->size)
 			return -EPROTO;
-		w = look ? lism_bell_take_look(old, n, &owes) : lism_bell_take(old, n, &owes);
+		w = look ? lism_bell_take_look(old, n, &owes, carry_bit()) : lism_bell_take(old, n, &owes);
 	} while (!__atomic_compare_exchange_n(&rx->dir->prod.bell, &old, w, true, __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));
 	rx->owed += owes;
@@ -409,7 +422,7 @@ ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iov
 {
 	size_t want = iov_total(iov, iovcnt);
 	__s64 used, n;
-	__u64 before;
+	__u64 before, add;
 
 	tx->bell = false;
 	if (tx->err)
@@ -434,11 +447,24 @@ ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iov
 	copy_ring(tx->buf, tx->size, tx->prod.count, iov, (size_t)n, true);
 	tx->prod = advance(tx->prod, (__u32)n, tx->size);
 	STORE(&tx->dir->prod.cursor, lism_cursor_pack(tx->prod));
+	/* a reader that spins with CARRY: no count, no fence (bell.h, carried
+	 * counts); a load that is stale is older than its next sleeper's fence */
+	if (__atomic_load_n(&lism_ring_carry, __ATOMIC_RELAXED) && tx->carry + (__u64)n <= tx->size / 2 &&
+	    lism_bell_carries(__atomic_load_n(&tx->dir->prod.bell, __ATOMIC_RELAXED))) {
+		tx->carry += (__u64)n;
+		__atomic_store_n(&tx->dir->prod.carried, tx->carry, __ATOMIC_RELAXED);
+		return n;
+	}
 	/* counted after they are published: a count above 0 always has bytes behind it */
-	before = __atomic_fetch_add(&tx->dir->prod.bell, (__u64)n, __ATOMIC_ACQ_REL);
+	add = (__u64)n + tx->carry;
+	before = __atomic_fetch_add(&tx->dir->prod.bell, add, __ATOMIC_ACQ_REL);
+	if (tx->carry) {
+		tx->carry = 0;
+		__atomic_store_n(&tx->dir->prod.carried, 0, __ATOMIC_RELAXED);
+	}
 	if (!lism_bell_valid(before, tx->size))
 		return tx->err = -EPROTO; /* the reader's count: out of what the ring allows */
-	if (lism_bell_rings(before, (__u64)n)) {
+	if (lism_bell_rings(before, add)) {
 		tx->bell = true;
 		__atomic_store_n(&tx->dir->prod.bells, ++tx->bells, __ATOMIC_RELAXED);
 	}
@@ -543,7 +569,15 @@ bool lism_ring_rx_poll_begin(struct lism_ring_rx *rx)
 {
 	if (rx->err || rx->eof)
 		return false;
-	return bell_change(rx, lism_bell_poll_begin) & LISM_BELL_POLLING;
+	__u64 old = LOAD(&rx->dir->prod.bell), w;
+
+	do {
+		w = lism_bell_poll_begin(old, carry_bit());
+		if (w == old)
+			break;
+	} while (!__atomic_compare_exchange_n(&rx->dir->prod.bell, &old, w, true, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	return w & LISM_BELL_POLLING;
 }
 
 bool lism_ring_rx_poll_end(struct lism_ring_rx *rx)
@@ -556,9 +590,34 @@ bool lism_ring_rx_silent(const struct lism_ring_rx *rx)
 	return lism_bell_silent(LOAD(&rx->dir->prod.bell));
 }
 
-bool lism_ring_rx_sleep_begin(struct lism_ring_rx *rx)
+bool lism_ring_rx_sleep_begin(struct lism_ring_rx *rx, bool *carried)
 {
-	return lism_bell_silent(bell_change(rx, lism_bell_sleep_begin));
+	__u64 w = bell_change(rx, lism_bell_sleep_begin);
+
+	*carried = w & LISM_BELL_CARRY;
+	return lism_bell_silent(w);
+}
+
+bool lism_ring_rx_carried(const struct lism_ring_rx *rx)
+{
+	return LOAD(&rx->dir->prod.bell) & LISM_BELL_CARRY;
+}
+
+/* Bytes published past the consumer cursor, as the header says (a hint:
+ * recv checks). */
+static bool published(const struct lism_ring_dir *dir)
+{
+	return LOAD(&dir->prod.cursor) != LOAD(&dir->cons.cursor);
+}
+
+bool lism_ring_rx_fenced(struct lism_ring_rx *rx)
+{
+	__u64 w = bell_change(rx, lism_bell_fenced);
+
+	/* after the fence every carried byte shows in the cursor; bytes there
+	 * with no doorbell rung for them (their writer's add may still ring:
+	 * a doorbell after its bytes were read, which the reader eats) */
+	return lism_bell_silent(w) || (!lism_bell_rung(w) && published(rx->dir));
 }
 
 void lism_ring_rx_sleep_end(struct lism_ring_rx *rx)
@@ -571,7 +630,7 @@ bool lism_ring_rx_ready(const struct lism_ring_dir *dir)
 	/* only what the kernel would not say: bytes counted, and the writer's
 	 * end (its FIN says it too, but after the state: the doorbell channel
 	 * is TCP's, the state the ring's) */
-	return lism_bell_unread(LOAD(&dir->prod.bell)) > 0 || (LOAD(&dir->prod.state) & WRITER_STATES);
+	return lism_bell_unread(LOAD(&dir->prod.bell)) > 0 || published(dir) || (LOAD(&dir->prod.state) & WRITER_STATES);
 }
 
 bool lism_ring_tx_arm(struct lism_ring_tx *tx)

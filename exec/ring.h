@@ -65,12 +65,21 @@ struct lism_ring_tx {
 	struct lism_cursor cons_seen;  /* the peer's consumer cursor as last checked */
 	__u32 state;                   /* LISM_RING_DONE_WRITING ... as this end set them */
 	__u64 bells;                   /* doorbells due so far: one per send that took unread above 0 */
+	__u64 carry;                   /* bytes published and not counted yet (bell.h, carried counts) */
 	bool bell;                     /* the last send is due one: the caller sends it */
 	bool in_run;                   /* bytes go through TCP, in run runs - 1 */
 	__u64 runs;                    /* runs started */
 	__u64 run_len;
 	int err;
 };
+
+/*
+ * Whether this process takes part in carried counts (bell.h): its readers
+ * set CARRY with POLLING, and its writers carry while a reader has both.
+ * Set by exec/fence.c once the kernel fences this process's CPUs for its
+ * peers (membarrier); false, the rule is the counted one of ring version 4.
+ */
+extern bool lism_ring_carry;
 
 /* The device: lay out a header for DMBs of @dmb_size bytes in @len bytes of
  * zeroed memory.  -EINVAL if @len is not lism_ring_region_size(@dmb_size). */
@@ -147,12 +156,18 @@ bool lism_ring_rx_silent(const struct lism_ring_rx *rx);
 
 /* A wait about to sleep in the kernel for input counts itself and ends
  * every spin (true: bytes came silent, read them instead); it wakes with
- * sleep_end.  No spin begins while a wait is counted. */
-bool lism_ring_rx_sleep_begin(struct lism_ring_rx *rx);
+ * sleep_end.  No spin begins while a wait is counted.  *@carried: a writer
+ * may have carried bytes the cursors do not show yet; the caller fences
+ * the writers' CPUs (exec/fence.h: one fence for all its rings), then
+ * calls rx_fenced, which says (true) if bytes are there with no doorbell. */
+bool lism_ring_rx_sleep_begin(struct lism_ring_rx *rx, bool *carried);
+bool lism_ring_rx_fenced(struct lism_ring_rx *rx);
+/* Whether CARRY is set: a fence is due before the kernel alone waits. */
+bool lism_ring_rx_carried(const struct lism_ring_rx *rx);
 void lism_ring_rx_sleep_end(struct lism_ring_rx *rx);
 
-/* Whether the ring into an end says something to read now: bytes counted,
- * or the writer's end.  A hint from the shared header, without the
+/* Whether the ring into an end says something to read now: bytes counted
+ * or published past the consumer cursor, or the writer's end.  A hint from the shared header, without the
  * reader's lock (recv checks): what a spin looks at. */
 bool lism_ring_rx_ready(const struct lism_ring_dir *dir);
 

@@ -26,7 +26,8 @@
  * readiness (poll, epoll, a blocking recv) is the ring's.  The exception is
  * a reader that spins on the ring (its POLLING flag, in the same word as
  * the count): the writer's crossings ring nothing then, and the reader says
- * the bytes itself (exec/bell.h has the rule).
+ * the bytes itself (exec/bell.h has the rule); while it spins, the writer
+ * may also leave its bytes out of the count (carried counts, bell.h).
  *
  * Runs: a stretch of the stream may go through TCP instead (a
  * non-blocking writer whose ring is full, sendfile): the writer describes
@@ -45,7 +46,7 @@
 #include "cursor.h"
 
 #define LISM_RING_MAGIC    0x676e69726d73696cULL /* "lismring" */
-#define LISM_RING_VERSION  4
+#define LISM_RING_VERSION  5
 #define LISM_RING_HDR_SIZE 4096u
 #define LISM_RING_LINE     64
 
@@ -74,11 +75,14 @@ enum {
 struct lism_ring_prod {
 	__u64 cursor;       /* lism_cursor_pack(): bytes written into the DMB */
 	__u64 bells;        /* doorbells sent so far (the writer's count, for a re-attach) */
-	__u8 pad0[LISM_RING_LINE - 16];
+	__u64 carried;      /* bytes published and not yet added to the count (exec/bell.h,
+			       carried counts; for a re-attach), below dmb_size / 2 */
+	__u8 pad0[LISM_RING_LINE - 24];
 	__u64 bell;         /* the doorbell word (exec/bell.h): bytes counted, less those
 			       consumed (the writer adds after it publishes, the reader takes
-			       after it consumes, so it stays in [-dmb_size, 2 * dmb_size]),
-			       biased, and the reader's POLLING and SILENT flags */
+			       after it consumes, and a writer may carry up to half the DMB
+			       to its next add: it stays in [-2 * dmb_size, 2 * dmb_size]),
+			       biased, and the reader's POLLING, SILENT and CARRY flags */
 	__u8 pad1[LISM_RING_LINE - 8];
 	__u32 state;        /* LISM_RING_DONE_WRITING, _CLOSED, _ABORT */
 	__u32 writer_waits; /* the writer sleeps for room: the reader rings once it frees some */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "exec/bell.h"
+#include "exec/fence.h"
 #include "exec/ring.h"
 
 _Static_assert(sizeof(struct lism_ring_hdr) <= LISM_RING_HDR_SIZE, "the header fits its page");
@@ -457,6 +458,61 @@ Test(ring, a_spinning_reader_silences_the_doorbells_and_says_the_bytes)
 	pair_close(&p);
 }
 
+/* Carried counts (bell.h): no add while the reader spins with CARRY; the
+ * sleeper's fence shows the bytes; the next add counts the carry. */
+Test(ring, a_writer_carries_while_its_reader_spins)
+{
+	struct pair p;
+	char out[8];
+	bool carried = false;
+	struct lism_ring_rx rx;
+	struct lism_ring_tx tx;
+
+	lism_ring_carry = true;
+	pair_open(&p, 16);
+	cr_assert(lism_ring_rx_poll_begin(&p.rx[1]));
+	cr_assert(p.h->dir[1].prod.bell & LISM_BELL_CARRY, "the spin lets the writer carry");
+	cr_assert_eq(send_buf(&p.tx[0], "abcde", 5), 5);
+	cr_assert_eq(p.tx[0].carry, 5, "carried");
+	cr_assert_eq(p.h->dir[1].prod.carried, 5, "and said in the header, for an exec");
+	cr_assert_eq(lism_bell_unread(p.h->dir[1].prod.bell), 0, "not counted");
+	cr_assert(lism_ring_rx_ready(p.rx[1].dir), "the spin sees them by the cursor");
+	cr_assert_eq(send_buf(&p.tx[0], "fghij", 5), 5);
+	cr_assert_eq(p.tx[0].carry, 0, "past half the DMB: counted, with the carry");
+	cr_assert_eq(p.h->dir[1].prod.carried, 0);
+	cr_assert_eq(lism_bell_unread(p.h->dir[1].prod.bell), 10);
+	cr_assert_not(p.tx[0].bell, "silent: the reader spins");
+	cr_assert_eq(recv_buf(&p.rx[1], out, 8, LISM_RING_LOOK), 8);
+	cr_assert_eq(recv_buf(&p.rx[1], out, 8, LISM_RING_LOOK), 2);
+	cr_assert_eq(p.rx[1].owed, 0, "a silent stretch owes nothing");
+	cr_assert(p.h->dir[1].prod.bell & LISM_BELL_POLLING, "the look leaves it spinning");
+	cr_assert_eq(send_buf(&p.tx[0], "kl", 2), 2);
+	cr_assert_eq(p.tx[0].carry, 2);
+	cr_assert_not(lism_ring_rx_poll_end(&p.rx[1]), "nothing counted: the end of the spin says nothing");
+	cr_assert(p.h->dir[1].prod.bell & LISM_BELL_CARRY, "the fence is still due");
+	cr_assert_not(lism_ring_rx_sleep_begin(&p.rx[1], &carried), "the count says nothing");
+	cr_assert(carried, "and the sleeper learns a fence is due");
+	cr_assert(lism_ring_rx_fenced(&p.rx[1]), "after it: the carried bytes, with no doorbell");
+	cr_assert_not(p.h->dir[1].prod.bell & LISM_BELL_CARRY, "CARRY gone");
+	lism_ring_rx_sleep_end(&p.rx[1]);
+
+	/* a process after exec takes the carry over from the header */
+	cr_assert_eq(lism_ring_attach(p.mem, p.len, 0, &rx, &tx), 0);
+	cr_assert_eq(tx.carry, 2);
+	cr_assert_eq(recv_buf(&p.rx[1], out, 8, 0), 2, "read by the cursor");
+	cr_assert_eq(lism_bell_unread(p.h->dir[1].prod.bell), -2, "the count lags by the carry");
+	cr_assert_eq(send_buf(&tx, "m", 1), 1);
+	cr_assert(tx.bell, "nobody spins: the add counts the carry and rings");
+	cr_assert_eq(lism_bell_unread(p.h->dir[1].prod.bell), 1);
+	cr_assert_eq(tx.carry, 0);
+	cr_assert_eq(recv_buf(&p.rx[1], out, 8, 0), 1);
+	cr_assert_eq(p.rx[1].owed, 1, "and its end owes the doorbell");
+
+	p.h->dir[1].prod.carried = 9; /* more than half the DMB: no writer carries that */
+	cr_assert_eq(lism_ring_attach(p.mem, p.len, 0, &rx, &tx), -EPROTO);
+	pair_close(&p);
+}
+
 Test(ring, a_doorbell_word_the_rule_cannot_make_resets)
 {
 	struct pair p;
@@ -488,6 +544,8 @@ struct side {
 	int fail;
 	int *stop;             /* the other side failed: stop waiting */
 	int looks;             /* the reader's takes leave POLLING set (LISM_RING_LOOK, bell.h) */
+	int carries;           /* carried counts: the reader sleeps as liblism's waits do (sleep_begin, a fence) */
+	__u64 carried;         /* the writer's sends that carried */
 };
 
 #define STRESS_BYTES (64ull << 20)
@@ -543,7 +601,8 @@ static void *writer(void *arg)
 	unsigned seed = 3;
 
 	while (s->bytes < STRESS_BYTES && !s->fail) {
-		size_t n = 1 + rand_r(&seed) % sizeof(buf);
+		/* carried counts: messages that fit a carry (half the DMB) */
+		size_t n = 1 + rand_r(&seed) % (s->carries ? 300 : sizeof(buf));
 
 		if (n > STRESS_BYTES - s->bytes)
 			n = STRESS_BYTES - s->bytes;
@@ -559,6 +618,7 @@ static void *writer(void *arg)
 				off += k;
 				if (s->p->tx[0].bell)
 					ring_bell(s);
+				s->carried += !!s->p->tx[0].carry;
 			} else if (k != -EAGAIN) {
 				fail(s, 1);
 				return NULL;
@@ -573,6 +633,22 @@ static void *writer(void *arg)
 			}
 		}
 		s->bytes += n;
+		if (s->carries && !(rand_r(&seed) % 8)) {
+			/* a writer that waits for its answer sends nothing more: its
+			 * reader must find what it carried, asleep or not */
+			const struct lism_ring_dir *d = s->p->tx[0].dir;
+			__u64 t;
+
+			for (t = 0; t < 10000000 && __atomic_load_n(&d->cons.cursor, __ATOMIC_ACQUIRE) !=
+							   __atomic_load_n(&d->prod.cursor, __ATOMIC_RELAXED) &&
+				    !__atomic_load_n(s->stop, __ATOMIC_RELAXED);
+			     t++)
+				usleep(1);
+			if (t == 10000000) {
+				fail(s, 2);
+				return NULL;
+			}
+		}
 	}
 	lism_ring_tx_set_state(&s->p->tx[0], LISM_RING_CLOSED);
 	close(s->bell_out); /* the FIN: the reader's pipe hangs up */
@@ -634,6 +710,26 @@ static void *reader(void *arg)
 					sched_yield();
 			}
 			/* every wait in the kernel first ends any spin, and reads what it hid */
+			if (s->carries) {
+				/* as liblism's: the spin's end keeps CARRY, the sleep fences */
+				bool carried = false, silent;
+
+				(void)lism_ring_rx_poll_end(&s->p->rx[1]);
+				silent = lism_ring_rx_sleep_begin(&s->p->rx[1], &carried);
+				if (carried) {
+					lism_fence_peers();
+					silent |= lism_ring_rx_fenced(&s->p->rx[1]);
+				}
+				if (silent)
+					s->silent++;
+				err = silent ? 0 : sleep_on(s);
+				lism_ring_rx_sleep_end(&s->p->rx[1]);
+				if (err) {
+					fail(s, -err + 1);
+					return NULL;
+				}
+				continue;
+			}
 			if (lism_ring_rx_poll_end(&s->p->rx[1])) {
 				s->silent++;
 				continue;
@@ -648,7 +744,7 @@ static void *reader(void *arg)
 	}
 }
 
-static void two_threads(int looks)
+static void two_threads(int looks, int carries)
 {
 	struct pair p;
 	int to_reader[2], to_writer[2];
@@ -660,7 +756,12 @@ static void two_threads(int looks)
 	int stop = 0;
 	struct side w = { .p = &p, .bell_in = to_writer[0], .bell_out = to_reader[1], .sum = 1, .stop = &stop };
 	struct side r = { .p = &p, .bell_in = to_reader[0], .bell_out = to_writer[1], .sum = 1, .stop = &stop,
-			  .looks = looks };
+			  .looks = looks, .carries = carries };
+
+	if (carries) {
+		lism_fence_init();
+		cr_assert(lism_ring_carry, "this kernel registers no membarrier fence: carried counts are off");
+	}
 
 	pthread_create(&tw, NULL, writer, &w);
 	pthread_create(&tr, NULL, reader, &r);
@@ -673,8 +774,10 @@ static void two_threads(int looks)
 	cr_assert_eq(r.sum, w.sum, "checksums differ");
 	cr_assert(w.sleeps > 0 && r.sleeps > 0, "a side never blocked: its wait protocol went untested");
 	cr_assert(r.silent > 0, "no spin ever hid a doorbell: the silent stretches went untested");
-	cr_log_info("ring stress: writer slept %llu rang %llu, reader slept %llu rang %llu spun %llu (%llu silent)",
-		    (unsigned long long)w.sleeps, (unsigned long long)w.rings,
+	if (carries)
+		cr_assert(w.carried > 0, "the writer never carried: carried counts went untested");
+	cr_log_info("ring stress: writer slept %llu rang %llu carried %llu, reader slept %llu rang %llu spun %llu "
+		    "(%llu silent)", (unsigned long long)w.sleeps, (unsigned long long)w.rings, (unsigned long long)w.carried,
 		    (unsigned long long)r.sleeps, (unsigned long long)r.rings, (unsigned long long)r.spins,
 		    (unsigned long long)r.silent);
 	close(to_reader[0]);
@@ -685,11 +788,18 @@ static void two_threads(int looks)
 
 Test(ring, two_threads_stream_checksummed_with_no_lost_wakeup, .timeout = 120)
 {
-	two_threads(0);
+	two_threads(0, 0);
+}
+
+/* Carried counts (bell.h): the writer leaves its bytes out of the count
+ * while the reader spins, and the reader's sleeps fence first. */
+Test(ring, two_threads_stream_with_carried_counts, .timeout = 120)
+{
+	two_threads(1, 1);
 }
 
 /* The same with a reader whose takes leave POLLING set while it works, as liblism's do. */
 Test(ring, two_threads_stream_with_a_reader_that_looks_before_it_sleeps, .timeout = 120)
 {
-	two_threads(1);
+	two_threads(1, 0);
 }
