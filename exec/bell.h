@@ -36,11 +36,13 @@
  *   spins on was 77 % of a 14-byte sender's time).  The count then lags
  *   the cursors by the carry, so a spinning reader looks at the cursors,
  *   and a wait that ends a spin leaves CARRY set: the next wait to sleep
- *   fences every writer's CPU (membarrier), then clears CARRY
- *   (lism_bell_fenced) and reads the cursors (the writer's stale look at
- *   POLLING was before its fence, so its cursor is seen; one after it sees
- *   POLLING clear and adds the carry with its bytes).  A carry stays below
- *   half the DMB, so the count stays in [-2 * size, 2 * size].
+ *   fences every writer's CPU (membarrier), then reads the cursors (the
+ *   writer's stale look at POLLING was before its fence, so its cursor is
+ *   seen; one after it sees POLLING clear and adds the carry with its
+ *   bytes) and clears CARRY (lism_bell_fenced) unless bytes are there
+ *   with no doorbell: until they are read or counted, every sleeper fences
+ *   and says them.  A carry stays below half the DMB, so the count stays
+ *   in [-2 * size, 2 * size].
  *
  * Invariant (tests/unit/test_bell.c checks it over every interleaving of a
  * writer and two readers): doorbells on the socket plus those decided and
@@ -126,10 +128,12 @@ static inline bool lism_bell_carries(__u64 w)
 }
 
 /* Every writer's CPU was fenced after POLLING was cleared: CARRY goes,
- * unless a spin began again since (it is that spin's then). */
-static inline __u64 lism_bell_fenced(__u64 old)
+ * unless a spin began again since (it is that spin's then), or @unsaid:
+ * bytes are published with no doorbell (the next sleeper fences and says
+ * them too: the word alone does not). */
+static inline __u64 lism_bell_fenced(__u64 old, bool unsaid)
 {
-	return old & LISM_BELL_POLLING ? old : old & ~LISM_BELL_CARRY;
+	return (old & LISM_BELL_POLLING) || unsaid ? old : old & ~LISM_BELL_CARRY;
 }
 
 /* Spinning ends: the new word (CARRY stays: the fence is the next sleeper's). */

@@ -198,8 +198,8 @@ static void lock(struct lism_conn *c, pthread_mutex_t *l)
  * process holds is nobody's but the caller's: sends take none (a locked
  * operation per send drained the store buffer behind the ring's cursor,
  * bell.h, carried counts).  A send from a signal handler that interrupted
- * a send on the same socket would deadlock on the lock, and interleaves
- * without it.
+ * a send on the same socket (outside its sleep for room) would deadlock
+ * on the lock; without it, tx_busy makes it fail with EAGAIN.
  */
 static int one_thread_off; /* $LISM_ONE_THREAD=0: the ablation (lism_conn_readers_look reads it) */
 
@@ -218,12 +218,16 @@ static void tx_lock(struct lism_conn *c, bool alone)
 {
 	if (!alone)
 		lock(c, &c->tx_lock);
+	else
+		__atomic_store_n(&c->tx_busy, 1, __ATOMIC_RELAXED);
 }
 
 static void tx_unlock(struct lism_conn *c, bool alone)
 {
 	if (!alone)
 		pthread_mutex_unlock(&c->tx_lock);
+	else
+		__atomic_store_n(&c->tx_busy, 0, __ATOMIC_RELAXED);
 }
 
 static int mutex_init(pthread_mutex_t *l)
@@ -954,6 +958,8 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 
 	for (int i = 0; i < iovcnt; i++)
 		want += iov[i].iov_len;
+	if (alone && __atomic_load_n(&c->tx_busy, __ATOMIC_RELAXED))
+		return -EAGAIN; /* a signal handler's, inside a send on this socket */
 	tx_lock(c, alone);
 	if (flags & MSG_OOB) {
 		nb = nonblocking(c, fd, flags);

@@ -53,6 +53,7 @@ struct lism_conn {
 	int rx_err;              /* an error TCP said once (a reset), said once when the ring is read */
 	int nonblock;            /* O_NONBLOCK as the wrappers last set it; -1: not read yet */
 	int shared;              /* another process holds the ring too: no spinning (exec/spin.h) */
+	int tx_busy;             /* a send runs with no tx lock (one thread): a nested one says EAGAIN */
 	__u32 busy_us;           /* the spin bound of waits for this socket (exec/spin.h) */
 };
 

@@ -29,6 +29,15 @@ void lism_fence_init(void)
 	__atomic_store_n(&lism_ring_carry, on, __ATOMIC_RELAXED);
 }
 
+void lism_fence_forked(void)
+{
+	/* the start's decision stands (a server may have cleared its
+	 * environment before it forked); the registration is the mm's */
+	if (__atomic_load_n(&lism_ring_carry, __ATOMIC_RELAXED) &&
+	    membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED))
+		__atomic_store_n(&lism_ring_carry, false, __ATOMIC_RELAXED);
+}
+
 void lism_fence_peers(void)
 {
 	int saved = errno;
@@ -37,7 +46,8 @@ void lism_fence_peers(void)
 		struct timespec ts = { 0, LISM_FENCE_SETTLE_US * 1000L };
 
 		__atomic_store_n(&lism_ring_carry, false, __ATOMIC_RELAXED);
-		while (nanosleep(&ts, &ts) && errno == EINTR)
+		/* not nanosleep(3): no cancellation point under the rx lock */
+		while (syscall(SYS_nanosleep, &ts, &ts) && errno == EINTR)
 			;
 	}
 	errno = saved;

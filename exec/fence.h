@@ -12,8 +12,9 @@
  *
  * Rules:
  * - A process takes part (lism_ring_carry) once the kernel registered it
- *   (MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, Linux 4.16; at start and in
- *   a fork's child), and unless $LISM_CARRY is 0 (the ablation).
+ *   (MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, Linux 4.16; at start, and
+ *   again in a fork's child), and unless $LISM_CARRY was 0 at start (the
+ *   ablation).
  * - One fence serves every ring of a wait: poll, select and epoll fence
  *   once for all the rings whose sleep_begin said CARRY.
  * - A fence the kernel refuses (a seccomp filter set later by seccomp(2),
@@ -26,8 +27,9 @@
 
 #define LISM_FENCE_SETTLE_US 1000
 
-/* At start, and in a fork's child. */
+/* At start; in a fork's child, registered again if the start said yes. */
 void lism_fence_init(void);
+void lism_fence_forked(void);
 
 /* Fence every CPU that runs a registered process (every writer's). */
 void lism_fence_peers(void);

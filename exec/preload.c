@@ -959,7 +959,7 @@ static void forking(void)
 /* The child: registered for fences again (exec/fence.h), its waits' sets its own. */
 static void forked(void)
 {
-	lism_fence_init();
+	lism_fence_forked();
 	lism_poll_forked();
 }
 

@@ -185,9 +185,12 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 		 * off: take what it counts beyond the bytes there, the word loaded
 		 * before the cursor (an honest count is never above them; a
 		 * writer's add in flight can only make this take too little) */
-		__u64 w = LOAD(&h->dir[end].prod.bell);
+		__u64 w = LOAD(&h->dir[end].prod.bell), carried = LOAD(&h->dir[end].prod.carried);
 		__s64 d = distance(rx->cons, lism_cursor_unpack(LOAD(&h->dir[end].prod.cursor)), size);
-		__s64 x = lism_bell_unread(w) - d;
+		/* the count lags the bytes by the writer's carry, loaded after
+		 * the word: a writer that adds or carries between the loads makes
+		 * this too little, as one whose add is in flight does */
+		__s64 x = lism_bell_unread(w) + (carried <= size / 2 ? (__s64)carried : 0) - d;
 
 		if (d >= 0 && d <= size && x > 0 && x <= size)
 			(void)take(rx, (__u64)x, false, w); /* its owes: the count below; a broken word: load_unread's */
@@ -448,7 +451,10 @@ ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iov
 	tx->prod = advance(tx->prod, (__u32)n, tx->size);
 	STORE(&tx->dir->prod.cursor, lism_cursor_pack(tx->prod));
 	/* a reader that spins with CARRY: no count, no fence (bell.h, carried
-	 * counts); a load that is stale is older than its next sleeper's fence */
+	 * counts); a load that is stale is older than its next sleeper's fence.
+	 * The compiler keeps the load after the store: the fence's argument is
+	 * about this program order */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&lism_ring_carry, __ATOMIC_RELAXED) && tx->carry + (__u64)n <= tx->size / 2 &&
 	    lism_bell_carries(__atomic_load_n(&tx->dir->prod.bell, __ATOMIC_RELAXED))) {
 		tx->carry += (__u64)n;
@@ -610,14 +616,35 @@ static bool published(const struct lism_ring_dir *dir)
 	return LOAD(&dir->prod.cursor) != LOAD(&dir->cons.cursor);
 }
 
+/* The reader is at a run some of whose bytes it has still to read from
+ * TCP, as the header says: what follows the run in the ring (the writer
+ * writes it once the run ended) is read after them, and the kernel says
+ * them.  A run read to its end is not in the way: recv goes past it. */
+static bool at_run(const struct lism_ring_dir *dir)
+{
+	__u64 done = LOAD(&dir->cons.runs_done);
+	const struct lism_ring_run *r = &dir->run[done % LISM_RING_RUNS];
+
+	return LOAD(&dir->prod.runs) != done && LOAD(&r->at) == LOAD(&dir->cons.cursor) && LOAD(&r->ended) &&
+	       LOAD(&dir->cons.run_read) < LOAD(&r->len);
+}
+
 bool lism_ring_rx_fenced(struct lism_ring_rx *rx)
 {
-	__u64 w = bell_change(rx, lism_bell_fenced);
+	/* after the fence every carried byte shows in the cursor: bytes there
+	 * with no doorbell rung for them keep CARRY, so that every sleeper
+	 * says them until they are read or counted (their writer's add may
+	 * still ring: a doorbell after its bytes were read, which is eaten) */
+	bool pub = published(rx->dir);
+	__u64 old = LOAD(&rx->dir->prod.bell), w;
 
-	/* after the fence every carried byte shows in the cursor; bytes there
-	 * with no doorbell rung for them (their writer's add may still ring:
-	 * a doorbell after its bytes were read, which the reader eats) */
-	return lism_bell_silent(w) || (!lism_bell_rung(w) && published(rx->dir));
+	do {
+		w = lism_bell_fenced(old, pub && !lism_bell_rung(old));
+		if (w == old)
+			break;
+	} while (!__atomic_compare_exchange_n(&rx->dir->prod.bell, &old, w, true, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	return lism_bell_silent(w) || (pub && !lism_bell_rung(w) && !at_run(rx->dir));
 }
 
 void lism_ring_rx_sleep_end(struct lism_ring_rx *rx)
@@ -630,7 +657,8 @@ bool lism_ring_rx_ready(const struct lism_ring_dir *dir)
 	/* only what the kernel would not say: bytes counted, and the writer's
 	 * end (its FIN says it too, but after the state: the doorbell channel
 	 * is TCP's, the state the ring's) */
-	return lism_bell_unread(LOAD(&dir->prod.bell)) > 0 || published(dir) || (LOAD(&dir->prod.state) & WRITER_STATES);
+	return lism_bell_unread(LOAD(&dir->prod.bell)) > 0 || (published(dir) && !at_run(dir)) ||
+	       (LOAD(&dir->prod.state) & WRITER_STATES);
 }
 
 bool lism_ring_tx_arm(struct lism_ring_tx *tx)

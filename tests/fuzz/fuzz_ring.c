@@ -92,11 +92,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (r > (ssize_t)dmb || (r < 0 && r != -EPROTO && r != -ECONNRESET))
 				abort();
 			break;
-		case 4:
+		case 4: { /* a spin, and a sleep's count and fence (carried counts on or off) */
+			bool carried = false;
+
+			lism_ring_carry = op & 0x80;
 			if (lism_ring_rx_poll_begin(&rx))
 				(void)lism_ring_rx_ready(rx.dir);
 			(void)lism_ring_rx_poll_end(&rx);
+			if (op & 0x40) {
+				(void)lism_ring_rx_sleep_begin(&rx, &carried);
+				if (carried)
+					(void)lism_ring_rx_fenced(&rx);
+				lism_ring_rx_sleep_end(&rx);
+			}
 			break;
+		}
 		case 5:
 			(void)lism_ring_tx_arm(&tx);
 			(void)lism_ring_rx_ring(&rx);

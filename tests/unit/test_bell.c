@@ -42,9 +42,11 @@
  * library (a wait it does not see): the search must find its lost wakeup.
  * LSPIN is a looker whose wait spins first and, when the spin finds
  * bytes, reads them with POLLING still set (exec/poll.c); else it sleeps
- * as a sleeper does.
+ * as a sleeper does.  SREPORTER is a wait that sleeps as a sleeper does
+ * (counted, fenced) and tells an application that never reads: what its
+ * fence found must stay said for the other reader's waits.
  */
-enum { SPINNER = 1, PLAIN, SLEEPER, REPORTER, LOOKER, BLIND, LSPIN };
+enum { SPINNER = 1, PLAIN, SLEEPER, REPORTER, LOOKER, BLIND, LSPIN, SREPORTER };
 enum { R_BEGIN, R_END, R_CHECK, R_SLEEP, R_LOCK, R_CONSUME, R_TAKE, R_EAT, R_DEAD, R_COUNT, R_UNCOUNT, R_LCHECK,
        R_FENCE };
 
@@ -59,7 +61,7 @@ struct state {
 	__u8 wlen;         /* the message in hand's length */
 	__u8 carry;        /* bytes published and not counted (carried) */
 	__u8 hidden;       /* bytes published the readers may not see yet (the writer's store buffer) */
-	__u8 fence;        /* bit i: reader i's sleep_begin said CARRY, its fence is next */
+	__u8 said;         /* bit i: reader i's sleep_begin (and fence) said bytes: it reads, not sleeps */
 	__u8 lock;         /* 0, or 1 + the holder */
 	__u8 pc[2], take[2];
 };
@@ -93,7 +95,7 @@ static __u64 key_of(const struct state *s)
 	k = k << 2 | s->lock;
 	k = k << 2 | s->carry;
 	k = k << 3 | s->hidden;
-	k = k << 2 | s->fence;
+	k = k << 2 | s->said;
 	k = k << 2 | (s->word >> 48 & 3); /* the sleepers */
 	for (int i = 0; i < 2; i++)
 		k = (k << 4 | s->pc[i]) << 4 | s->take[i];
@@ -155,6 +157,7 @@ static __u8 next_wait(const struct model *m, int i)
 		return R_END;
 	case SLEEPER:
 	case LOOKER:
+	case SREPORTER:
 		return R_COUNT;
 	case LSPIN:
 		return R_BEGIN;
@@ -167,7 +170,7 @@ static __u8 next_wait(const struct model *m, int i)
 
 static bool counts(const struct model *m, int i)
 {
-	return m->kind[i] == SLEEPER || m->kind[i] == LOOKER || m->kind[i] == LSPIN;
+	return m->kind[i] == SLEEPER || m->kind[i] == LOOKER || m->kind[i] == LSPIN || m->kind[i] == SREPORTER;
 }
 
 static int alive(const struct model *m, const struct state *s, int i)
@@ -192,7 +195,8 @@ static void check(struct model *m, const struct state *s)
 		fail(m, s, "lost wakeup: bytes unread, every reader asleep, no doorbell");
 	/* a reporter never reads: the sleeper must be woken for what it hid */
 	for (int i = 0; i < 2; i++)
-		if (counts(m, i) && s->pc[i] == R_SLEEP && m->kind[!i] == REPORTER && !s->sock && s->wpc == 0 &&
+		if (counts(m, i) && s->pc[i] == R_SLEEP && (m->kind[!i] == REPORTER || m->kind[!i] == SREPORTER) &&
+		    m->kind[i] != SREPORTER && !s->sock && s->wpc == 0 &&
 		    s->prod != s->cons)
 			fail(m, s, "lost wakeup: a sleeper without its doorbell, bytes a spin hid");
 }
@@ -213,24 +217,34 @@ static int reader_steps(struct model *m, const struct state *s, int i)
 		break;
 	case R_COUNT: /* a sleeper counts itself and ends every spin, one operation */
 		n.word = m->no_count ? lism_bell_poll_end(s->word) : lism_bell_sleep_begin(s->word);
+		/* what it says is the word's alone (conn.c, tcp_look; poll.c) */
+		n.said = (__u8)((s->said & ~(1u << i)) | (unsigned)lism_bell_silent(n.word) << i);
 		n.pc[i] = n.word & LISM_BELL_CARRY ? R_FENCE : R_CHECK;
 		break;
-	case R_FENCE: /* membarrier: every writer's store is seen; CARRY goes */
+	case R_FENCE: { /* membarrier: every writer's store is seen; the cursors say (ring.c, rx_fenced) */
+		bool unsaid;
+
 		if (!m->no_fence)
 			n.hidden = 0;
-		n.word = lism_bell_fenced(s->word);
+		unsaid = visible(&n) != s->cons && !lism_bell_rung(s->word);
+		n.word = lism_bell_fenced(s->word, unsaid);
+		if (lism_bell_silent(n.word) || (unsaid && !lism_bell_rung(n.word)))
+			n.said |= (__u8)(1u << i);
 		n.pc[i] = R_CHECK;
 		break;
+	}
 	case R_UNCOUNT:
 		n.word = m->no_count ? s->word : lism_bell_sleep_end(s->word);
-		n.pc[i] = R_LOCK;
+		n.pc[i] = m->kind[i] == SREPORTER ? R_COUNT : R_LOCK; /* it says, and waits again */
 		break;
 	case R_END: /* the spin ends (whatever it saw; the interleavings are its time) */
 		n.word = lism_bell_poll_end(s->word);
 		n.pc[i] = R_CHECK;
 		break;
 	case R_CHECK: {
-		bool ready = visible(s) != s->cons || lism_bell_unread(s->word) > 0;
+		/* a counted sleeper knows what its sleep_begin and fence said, no more */
+		bool ready = counts(m, i) && !m->no_count ? (s->said >> i & 1)
+							  : visible(s) != s->cons || lism_bell_unread(s->word) > 0;
 
 		if (m->kind[i] == REPORTER) { /* says it, or finds nothing, and spins again */
 			n.pc[i] = R_BEGIN;
@@ -373,7 +387,7 @@ static int explore_carry(int kind0, int kind1, int msgs, bool no_count, bool car
 			if (alive(&m, &s, i))
 				steps += reader_steps(&m, &s, i);
 		/* a carry may stay (the writer's next add has it): the count lags by it */
-		if (!steps && kind0 != REPORTER && kind1 != REPORTER &&
+		if (!steps && kind0 != REPORTER && kind1 != REPORTER && kind0 != SREPORTER && kind1 != SREPORTER &&
 		    (s.prod != s.cons || s.wsent != msgs || s.sock || s.owed || (s.word & LISM_BELL_FLAGS) ||
 		     lism_bell_unread(s.word) + s.carry))
 			fail(&m, &s, "stuck, not at the clean end");
@@ -516,6 +530,9 @@ Test(bell, carried_counts_every_interleaving)
 	explore_carried(REPORTER, SLEEPER, 3, 1000);
 	explore_carried(REPORTER, LOOKER, 3, 1000);
 	explore_carried(REPORTER, LSPIN, 3, 1000);
+	explore_carried(SREPORTER, SLEEPER, 3, 1000);
+	explore_carried(SREPORTER, LSPIN, 3, 1000);
+	explore_carried(SREPORTER, LOOKER, 3, 1000);
 }
 
 /* Without the sleeper's fence, a byte the writer carried stays in its
@@ -547,9 +564,10 @@ Test(bell, the_carry_rule)
 	w = lism_bell_poll_end(w);
 	cr_assert_not(lism_bell_carries(w), "a spin ended: it adds");
 	cr_assert(w & LISM_BELL_CARRY, "and the fence is still due");
-	cr_assert_eq(lism_bell_fenced(w), LISM_BELL_INIT, "fenced: CARRY goes");
-	w = lism_bell_poll_begin(w, LISM_BELL_CARRY);
-	cr_assert_eq(lism_bell_fenced(w), w, "a fence does not end the spin that began since");
+	cr_assert_eq(lism_bell_fenced(w, false), LISM_BELL_INIT, "fenced: CARRY goes");
+	cr_assert_eq(lism_bell_fenced(w, true), w, "not while bytes are there unsaid");
+	w = lism_bell_poll_begin(lism_bell_fenced(w, false), LISM_BELL_CARRY);
+	cr_assert_eq(lism_bell_fenced(w, false), w, "a fence does not end the spin that began since");
 	cr_assert(lism_bell_valid(LISM_BELL_INIT - 30, 16), "a count that lags by a carry and a send");
 	cr_assert_not(lism_bell_valid(LISM_BELL_INIT - 33, 16), "by more than the DMB twice");
 }

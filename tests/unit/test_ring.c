@@ -493,7 +493,10 @@ Test(ring, a_writer_carries_while_its_reader_spins)
 	cr_assert_not(lism_ring_rx_sleep_begin(&p.rx[1], &carried), "the count says nothing");
 	cr_assert(carried, "and the sleeper learns a fence is due");
 	cr_assert(lism_ring_rx_fenced(&p.rx[1]), "after it: the carried bytes, with no doorbell");
-	cr_assert_not(p.h->dir[1].prod.bell & LISM_BELL_CARRY, "CARRY gone");
+	cr_assert(p.h->dir[1].prod.bell & LISM_BELL_CARRY, "CARRY stays while they are there: every sleeper says them");
+	lism_ring_rx_sleep_end(&p.rx[1]);
+	cr_assert_not(lism_ring_rx_sleep_begin(&p.rx[1], &carried), "the word says nothing");
+	cr_assert(carried && lism_ring_rx_fenced(&p.rx[1]), "the next sleeper's fence says them again");
 	lism_ring_rx_sleep_end(&p.rx[1]);
 
 	/* a process after exec takes the carry over from the header */
@@ -501,6 +504,11 @@ Test(ring, a_writer_carries_while_its_reader_spins)
 	cr_assert_eq(tx.carry, 2);
 	cr_assert_eq(recv_buf(&p.rx[1], out, 8, 0), 2, "read by the cursor");
 	cr_assert_eq(lism_bell_unread(p.h->dir[1].prod.bell), -2, "the count lags by the carry");
+	cr_assert_not(lism_ring_rx_sleep_begin(&p.rx[1], &carried));
+	cr_assert(carried);
+	cr_assert_not(lism_ring_rx_fenced(&p.rx[1]), "read: nothing to say");
+	cr_assert_not(p.h->dir[1].prod.bell & LISM_BELL_CARRY, "and CARRY goes");
+	lism_ring_rx_sleep_end(&p.rx[1]);
 	cr_assert_eq(send_buf(&tx, "m", 1), 1);
 	cr_assert(tx.bell, "nobody spins: the add counts the carry and rings");
 	cr_assert_eq(lism_bell_unread(p.h->dir[1].prod.bell), 1);
