@@ -33,15 +33,20 @@
  *   sets CARRY with POLLING.  While both are set the writer does not add at
  *   all: it publishes its cursor, loads the word with no fence, and carries
  *   its bytes to its next add (a locked operation on a line the reader
- *   spins on was 77 % of a 14-byte sender's time).  The count then lags
- *   the cursors by the carry, so a spinning reader looks at the cursors,
- *   and a wait that ends a spin leaves CARRY set: the next wait to sleep
- *   fences every writer's CPU (membarrier), then reads the cursors (the
+ *   spins on was 77 % of a 14-byte sender's time).  Its first carry of a
+ *   spin sets CARRIED, by a compare-and-swap against the word it saw (so
+ *   never once POLLING is clear); sends of LISM_BELL_CARRY_SEND or more
+ *   never carry (an add is little beside their copy, and a fence is not).
+ *   The count then lags the cursors by the carry, so a spinning reader
+ *   looks at the cursors, and a spin's end leaves CARRIED set: the next
+ *   wait to sleep fences every writer's CPU (membarrier), then reads the
+ *   cursors (the
  *   writer's stale look at POLLING was before its fence, so its cursor is
  *   seen; one after it sees POLLING clear and adds the carry with its
- *   bytes) and clears CARRY (lism_bell_fenced) unless bytes are there
- *   with no doorbell: until they are read or counted, every sleeper fences
- *   and says them.  A carry stays below half the DMB, so the count stays
+ *   bytes) and clears CARRY and CARRIED (lism_bell_fenced) unless bytes
+ *   are there with no doorbell: until they are read or counted, every
+ *   sleeper fences and says them.  A spin's end with nothing carried
+ *   clears CARRY at once: no writer can carry with POLLING clear.  A carry stays below half the DMB, so the count stays
  *   in [-2 * size, 2 * size].
  *
  * Invariant (tests/unit/test_bell.c checks it over every interleaving of a
@@ -60,7 +65,9 @@
 #define LISM_BELL_COUNT   ((1ull << 48) - 1)
 #define LISM_BELL_SLEEPER  (1ull << 48)  /* one wait asleep in the kernel for the ring's input */
 #define LISM_BELL_SLEEPERS (0xffull << 48) /* their count; all ones: saturated, for good */
-#define LISM_BELL_CARRY   (1ull << 60) /* with POLLING: the writer may carry; alone: a fence is due */
+#define LISM_BELL_CARRIED (1ull << 59) /* the writer carried since the last fence: a sleeper fences first */
+#define LISM_BELL_CARRY   (1ull << 60) /* with POLLING: the writer may carry */
+#define LISM_BELL_CARRY_SEND 4096      /* the smallest send that never carries */
 #define LISM_BELL_SILENT  (1ull << 61) /* bytes counted while POLLING, after it ended: no doorbell */
 #define LISM_BELL_POLLING (1ull << 62) /* a reader spins on the ring: crossings up ring nothing */
 #define LISM_BELL_FLAGS   (LISM_BELL_SILENT | LISM_BELL_POLLING)
@@ -77,7 +84,7 @@ static inline bool lism_bell_valid(__u64 w, __u32 size)
 {
 	__s64 u = lism_bell_unread(w);
 
-	return !(w & ~(LISM_BELL_COUNT | LISM_BELL_SLEEPERS | LISM_BELL_FLAGS | LISM_BELL_CARRY)) &&
+	return !(w & ~(LISM_BELL_COUNT | LISM_BELL_SLEEPERS | LISM_BELL_FLAGS | LISM_BELL_CARRY | LISM_BELL_CARRIED)) &&
 	       u >= -2 * (__s64)size &&
 	       u <= 2 * (__s64)size &&
 	       (!(w & LISM_BELL_SILENT) || u > 0);
@@ -121,27 +128,31 @@ static inline __u64 lism_bell_take_look(__u64 old, __u64 n, bool *owes, __u64 ca
 }
 
 /* The writer, which published its bytes and loaded @w with no fence:
- * whether it carries them instead of adding (both flags set). */
+ * whether it may carry them instead of adding (both flags set; the first
+ * carry sets CARRIED by a compare-and-swap from @w). */
 static inline bool lism_bell_carries(__u64 w)
 {
 	return (w & (LISM_BELL_POLLING | LISM_BELL_CARRY)) == (LISM_BELL_POLLING | LISM_BELL_CARRY);
 }
 
-/* Every writer's CPU was fenced after POLLING was cleared: CARRY goes,
- * unless a spin began again since (it is that spin's then), or @unsaid:
- * bytes are published with no doorbell (the next sleeper fences and says
- * them too: the word alone does not). */
+/* Every writer's CPU was fenced after POLLING was cleared: CARRY and
+ * CARRIED go, unless a spin began again since (they are that spin's
+ * then), or @unsaid: bytes are published with no doorbell (the next
+ * sleeper fences and says them too: the word alone does not). */
 static inline __u64 lism_bell_fenced(__u64 old, bool unsaid)
 {
-	return (old & LISM_BELL_POLLING) || unsaid ? old : old & ~LISM_BELL_CARRY;
+	return (old & LISM_BELL_POLLING) || unsaid ? old : old & ~(LISM_BELL_CARRY | LISM_BELL_CARRIED);
 }
 
-/* Spinning ends: the new word (CARRY stays: the fence is the next sleeper's). */
+/* Spinning ends: the new word (CARRIED stays: the fence is the next
+ * sleeper's; CARRY alone goes, nothing was carried). */
 static inline __u64 lism_bell_poll_end(__u64 old)
 {
 	if (!(old & LISM_BELL_POLLING))
 		return old;
 	old &= ~LISM_BELL_POLLING;
+	if (!(old & LISM_BELL_CARRIED))
+		old &= ~LISM_BELL_CARRY;
 	return lism_bell_unread(old) > 0 ? old | LISM_BELL_SILENT : old;
 }
 

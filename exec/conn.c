@@ -655,6 +655,29 @@ static bool spin(struct lism_conn *c)
 	return found;
 }
 
+/*
+ * A blocking send found the ring full: spin for room for this thread's
+ * budget (as a reader spins for bytes) before it sleeps on the futex: a
+ * reader that drains the ring frees room within microseconds, and the
+ * sleep costs a futex wait, its wake, and the liveness and timeout
+ * look-ups before them.  The tx lock stays held (the room is this
+ * writer's to take).  True if room came.
+ */
+static bool spin_room(struct lism_conn *c)
+{
+	__u64 budget = __atomic_load_n(&c->shared, __ATOMIC_RELAXED) || sandboxed ? 0 : lism_spin_budget_ns(c->busy_us);
+	__u64 t0, t = 0, yielded = 0;
+	bool found;
+
+	if (!budget)
+		return false;
+	t0 = lism_spin_now_ns();
+	while (!(found = lism_ring_tx_room(&c->map.tx)) && (t = lism_spin_now_ns() - t0) < budget)
+		lism_spin_relax(t, &yielded);
+	lism_spin_result(found, c->busy_us);
+	return found;
+}
+
 static int readers_look; /* lism_conn_readers_look */
 
 void lism_conn_readers_look(void)
@@ -1027,6 +1050,8 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 				break;
 			continue;
 		}
+		if (spin_room(c))
+			continue;
 		if (peer_gone(c, fd)) {
 			lism_exec_debug(fd, "send: the reader's socket went");
 			r = -EPIPE;

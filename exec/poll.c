@@ -93,7 +93,7 @@ struct ring {
 	struct lism_conn *c;
 	void *ref;
 	int at;       /* its pollfd, its fd (select), its registration (epoll) */
-	bool carried; /* its sleep_begin said CARRY: fenced before the wait sleeps */
+	bool carried; /* its sleep_begin said CARRIED: fenced before the wait sleeps */
 };
 
 #define LOCAL_RINGS 32

@@ -455,11 +455,22 @@ ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iov
 	 * The compiler keeps the load after the store: the fence's argument is
 	 * about this program order */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&lism_ring_carry, __ATOMIC_RELAXED) && tx->carry + (__u64)n <= tx->size / 2 &&
-	    lism_bell_carries(__atomic_load_n(&tx->dir->prod.bell, __ATOMIC_RELAXED))) {
-		tx->carry += (__u64)n;
-		__atomic_store_n(&tx->dir->prod.carried, tx->carry, __ATOMIC_RELAXED);
-		return n;
+	if (__atomic_load_n(&lism_ring_carry, __ATOMIC_RELAXED) && n < LISM_BELL_CARRY_SEND &&
+	    tx->carry + (__u64)n <= tx->size / 2) {
+		__u64 w = __atomic_load_n(&tx->dir->prod.bell, __ATOMIC_RELAXED);
+
+		/* the spin's first carry says so, by a CAS from the word seen:
+		 * never once POLLING is clear (a failed CAS looks again) */
+		while (lism_bell_carries(w) &&
+		       !(w & LISM_BELL_CARRIED) &&
+		       !__atomic_compare_exchange_n(&tx->dir->prod.bell, &w, w | LISM_BELL_CARRIED, false,
+						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			;
+		if (lism_bell_carries(w)) {
+			tx->carry += (__u64)n;
+			__atomic_store_n(&tx->dir->prod.carried, tx->carry, __ATOMIC_RELAXED);
+			return n;
+		}
 	}
 	/* counted after they are published: a count above 0 always has bytes behind it */
 	add = (__u64)n + tx->carry;
@@ -600,13 +611,13 @@ bool lism_ring_rx_sleep_begin(struct lism_ring_rx *rx, bool *carried)
 {
 	__u64 w = bell_change(rx, lism_bell_sleep_begin);
 
-	*carried = w & LISM_BELL_CARRY;
+	*carried = w & LISM_BELL_CARRIED;
 	return lism_bell_silent(w);
 }
 
 bool lism_ring_rx_carried(const struct lism_ring_rx *rx)
 {
-	return LOAD(&rx->dir->prod.bell) & LISM_BELL_CARRY;
+	return LOAD(&rx->dir->prod.bell) & LISM_BELL_CARRIED;
 }
 
 /* Bytes published past the consumer cursor, as the header says (a hint:
@@ -659,6 +670,15 @@ bool lism_ring_rx_ready(const struct lism_ring_dir *dir)
 	 * is TCP's, the state the ring's) */
 	return lism_bell_unread(LOAD(&dir->prod.bell)) > 0 || (published(dir) && !at_run(dir)) ||
 	       (LOAD(&dir->prod.state) & WRITER_STATES);
+}
+
+bool lism_ring_tx_room(const struct lism_ring_tx *tx)
+{
+	struct lism_cursor c = lism_cursor_unpack(LOAD(&tx->dir->cons.cursor));
+
+	/* a hint: send checks the cursor it loads */
+	return distance(c, tx->prod, tx->size) < (__s64)tx->size ||
+	       (LOAD(&tx->dir->cons.state) & LISM_RING_READER_CLOSED);
 }
 
 bool lism_ring_tx_arm(struct lism_ring_tx *tx)

@@ -162,7 +162,7 @@ bool lism_ring_rx_silent(const struct lism_ring_rx *rx);
  * calls rx_fenced, which says (true) if bytes are there with no doorbell. */
 bool lism_ring_rx_sleep_begin(struct lism_ring_rx *rx, bool *carried);
 bool lism_ring_rx_fenced(struct lism_ring_rx *rx);
-/* Whether CARRY is set: a fence is due before the kernel alone waits. */
+/* Whether CARRIED is set: a fence is due before the kernel alone waits. */
 bool lism_ring_rx_carried(const struct lism_ring_rx *rx);
 void lism_ring_rx_sleep_end(struct lism_ring_rx *rx);
 
@@ -170,6 +170,10 @@ void lism_ring_rx_sleep_end(struct lism_ring_rx *rx);
  * or published past the consumer cursor, or the writer's end.  A hint from the shared header, without the
  * reader's lock (recv checks): what a spin looks at. */
 bool lism_ring_rx_ready(const struct lism_ring_dir *dir);
+
+/* Whether the ring into the peer has room now, or its reader closed: what
+ * a writer's spin looks at, without loading what send checks. */
+bool lism_ring_tx_room(const struct lism_ring_tx *tx);
 
 /* A writer that waits for room: true if it may sleep (the ring is full);
  * then the reader's next rx_ring after it frees room answers true (once). */

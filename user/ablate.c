@@ -14,6 +14,7 @@ static const struct {
 	{ "one-way-stop", LISM_ABLATE_ONE_WAY_STOP },
 	{ "bulk-join", LISM_ABLATE_BULK_JOIN },
 	{ "send-limits", LISM_ABLATE_SEND_LIMITS },
+	{ "ring-dmb-cache", LISM_ABLATE_RING_DMB_CACHE },
 };
 
 int lism_ablate_parse(const char *list, __u32 *mask)

@@ -22,10 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ablate.h"
 #include "broker.h"
 #include "exec/attach.h"
 #include "exec/ring.h"
 #include "exec/scm.h"
+#include "lism/ablate.h"
 #include "lism/abi.h"
 #include "lism/exec.h"
 #include "lism/token.h"
@@ -593,7 +595,15 @@ int lism_broker_start(const char *pin_path, const char *socket_path, struct lism
 	if (err)
 		goto fail;
 	b->epoch |= 1; /* never 0: an entry decided without a device has epoch 0 */
-	b->dmb_size = d.dmb_size;
+	{
+		/* ring DMBs that stay in cache (lism/ring.h), unless the bench ablates it */
+		__u32 ablated = 0;
+
+		(void)lism_ablate_parse(getenv("LISM_ABLATE"), &ablated);
+		b->dmb_size = d.dmb_size < LISM_RING_DMB_CACHE || (ablated & LISM_ABLATE_RING_DMB_CACHE)
+				      ? d.dmb_size
+				      : LISM_RING_DMB_CACHE;
+	}
 	b->capacity = d.capacity;
 	for (int i = 0; i < 8; i++)
 		b->gid = b->gid << 8 | d.gid[i]; /* the option's 64 bits (lism/option.h) */

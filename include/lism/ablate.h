@@ -15,7 +15,8 @@
 #define LISM_ABLATE_ONE_WAY_STOP (1u << 1) /* a one-way member stays watched instead of on TCP */
 #define LISM_ABLATE_BULK_JOIN    (1u << 2) /* no join by send sizes: members join only both ways */
 #define LISM_ABLATE_SEND_LIMITS  (1u << 3) /* members with small send limits join too */
+#define LISM_ABLATE_RING_DMB_CACHE (1u << 4) /* ring DMBs of the whole --dmb-size (ring.h, the device's) */
 
-#define LISM_ABLATE_NAMES "bulk-sndbuf, one-way-stop, bulk-join, send-limits"
+#define LISM_ABLATE_NAMES "bulk-sndbuf, one-way-stop, bulk-join, send-limits, ring-dmb-cache"
 
 #endif

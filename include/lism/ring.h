@@ -64,6 +64,15 @@ enum {
 #define LISM_RING_RUNS 4
 
 /*
+ * The device makes ring DMBs of at most this size (and at most --dmb-size):
+ * a ring whose bytes stay in the two CPUs' caches.  sockperf 64000 B moved
+ * 16.1-16.9 GB/s through 1 MiB rings against 13.0-13.9 through 4 MiB ones,
+ * and the shared two-copy reference 18.6 GB/s at 1 MiB against 14.6-15.7
+ * at 4 MiB (2026-12-05; docs/exec.md).
+ */
+#define LISM_RING_DMB_CACHE (1u << 20)
+
+/*
  * Each direction is laid out by who writes what how often, so that a
  * stream of small messages moves one shared line per message (the
  * doorbell word), not four: the producer cursor's line is the writer's

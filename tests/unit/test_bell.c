@@ -83,7 +83,8 @@ struct model {
 
 static __u64 key_of(const struct state *s)
 {
-	__u64 k = (__u64)(lism_bell_unread(s->word) + 16) | (s->word & (LISM_BELL_FLAGS | LISM_BELL_CARRY)) >> 53;
+	__u64 k = (__u64)(lism_bell_unread(s->word) + 16) |
+		  (s->word & (LISM_BELL_FLAGS | LISM_BELL_CARRY | LISM_BELL_CARRIED)) >> 53;
 
 	k = k << 4 | s->prod;
 	k = k << 4 | s->cons;
@@ -139,7 +140,7 @@ static void fail(struct model *m, const struct state *s, const char *what)
 	else
 		cr_log_error("%s: word unread %lld flags %#llx prod %u cons %u sock %u owed %u writer %u/%u "
 			     "carry %u hidden %u readers %u %u lock %u", what, (long long)lism_bell_unread(s->word),
-			     (unsigned long long)(s->word & (LISM_BELL_FLAGS | LISM_BELL_CARRY)) >> 60, s->prod, s->cons,
+			     (unsigned long long)(s->word & (LISM_BELL_FLAGS | LISM_BELL_CARRY | LISM_BELL_CARRIED)) >> 59, s->prod, s->cons,
 			     s->sock, s->owed, s->wpc, s->wsent, s->carry, s->hidden, s->pc[0], s->pc[1], s->lock);
 }
 
@@ -219,7 +220,7 @@ static int reader_steps(struct model *m, const struct state *s, int i)
 		n.word = m->no_count ? lism_bell_poll_end(s->word) : lism_bell_sleep_begin(s->word);
 		/* what it says is the word's alone (conn.c, tcp_look; poll.c) */
 		n.said = (__u8)((s->said & ~(1u << i)) | (unsigned)lism_bell_silent(n.word) << i);
-		n.pc[i] = n.word & LISM_BELL_CARRY ? R_FENCE : R_CHECK;
+		n.pc[i] = n.word & LISM_BELL_CARRIED ? R_FENCE : R_CHECK;
 		break;
 	case R_FENCE: { /* membarrier: every writer's store is seen; the cursors say (ring.c, rx_fenced) */
 		bool unsaid;
@@ -332,6 +333,10 @@ static int writer_steps(struct model *m, const struct state *s)
 	case 1: /* carry it (no fence: its look at the word is SC, its store still hidden), or count it
 		   and what it carried (a locked add: the buffer drains) and ring if the rule says so */
 		if (m->carry && lism_bell_carries(s->word) && s->carry + s->wlen <= CARRY_MAX) {
+			if (!(s->word & LISM_BELL_CARRIED)) { /* the spin's first: a CAS, which drains */
+				n.word = s->word | LISM_BELL_CARRIED;
+				n.hidden = 0;
+			}
 			n.carry = (__u8)(s->carry + s->wlen);
 			n.wpc = 0;
 			n.wsent = (__u8)(s->wsent + 1);
@@ -561,10 +566,11 @@ Test(bell, the_carry_rule)
 
 	cr_assert(lism_bell_carries(w), "POLLING and CARRY: the writer carries");
 	cr_assert_not(lism_bell_carries(lism_bell_poll_begin(LISM_BELL_INIT, 0)), "POLLING alone: it adds");
-	w = lism_bell_poll_end(w);
+	cr_assert_eq(lism_bell_poll_end(w), LISM_BELL_INIT, "a spin in which nothing was carried ends clean");
+	w = lism_bell_poll_end(w | LISM_BELL_CARRIED);
 	cr_assert_not(lism_bell_carries(w), "a spin ended: it adds");
-	cr_assert(w & LISM_BELL_CARRY, "and the fence is still due");
-	cr_assert_eq(lism_bell_fenced(w, false), LISM_BELL_INIT, "fenced: CARRY goes");
+	cr_assert(w & LISM_BELL_CARRIED, "and the fence is still due");
+	cr_assert_eq(lism_bell_fenced(w, false), LISM_BELL_INIT, "fenced: CARRY and CARRIED go");
 	cr_assert_eq(lism_bell_fenced(w, true), w, "not while bytes are there unsaid");
 	w = lism_bell_poll_begin(lism_bell_fenced(w, false), LISM_BELL_CARRY);
 	cr_assert_eq(lism_bell_fenced(w, false), w, "a fence does not end the spin that began since");

@@ -472,8 +472,10 @@ Test(ring, a_writer_carries_while_its_reader_spins)
 	pair_open(&p, 16);
 	cr_assert(lism_ring_rx_poll_begin(&p.rx[1]));
 	cr_assert(p.h->dir[1].prod.bell & LISM_BELL_CARRY, "the spin lets the writer carry");
+	cr_assert_not(p.h->dir[1].prod.bell & LISM_BELL_CARRIED);
 	cr_assert_eq(send_buf(&p.tx[0], "abcde", 5), 5);
 	cr_assert_eq(p.tx[0].carry, 5, "carried");
+	cr_assert(p.h->dir[1].prod.bell & LISM_BELL_CARRIED, "and the first carry says so");
 	cr_assert_eq(p.h->dir[1].prod.carried, 5, "and said in the header, for an exec");
 	cr_assert_eq(lism_bell_unread(p.h->dir[1].prod.bell), 0, "not counted");
 	cr_assert(lism_ring_rx_ready(p.rx[1].dir), "the spin sees them by the cursor");
@@ -518,6 +520,25 @@ Test(ring, a_writer_carries_while_its_reader_spins)
 
 	p.h->dir[1].prod.carried = 9; /* more than half the DMB: no writer carries that */
 	cr_assert_eq(lism_ring_attach(p.mem, p.len, 0, &rx, &tx), -EPROTO);
+	pair_close(&p);
+}
+
+/* Sends of LISM_BELL_CARRY_SEND bytes or more never carry: their add is
+ * little beside their copy, and a carry costs the reader's sleep a fence. */
+Test(ring, a_large_send_is_counted_while_its_reader_spins)
+{
+	static char big[LISM_BELL_CARRY_SEND];
+	struct pair p;
+
+	lism_ring_carry = true;
+	pair_open(&p, 4 * LISM_BELL_CARRY_SEND);
+	cr_assert(lism_ring_rx_poll_begin(&p.rx[1]));
+	cr_assert_eq(send_buf(&p.tx[0], big, sizeof(big)), (ssize_t)sizeof(big));
+	cr_assert_eq(p.tx[0].carry, 0, "not carried");
+	cr_assert_eq(lism_bell_unread(p.h->dir[1].prod.bell), (__s64)sizeof(big), "counted");
+	cr_assert_not(p.h->dir[1].prod.bell & LISM_BELL_CARRIED, "no fence due");
+	cr_assert_eq(send_buf(&p.tx[0], big, sizeof(big) - 1), (ssize_t)sizeof(big) - 1);
+	cr_assert_eq(p.tx[0].carry, sizeof(big) - 1, "one byte less is carried");
 	pair_close(&p);
 }
 
