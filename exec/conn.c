@@ -163,6 +163,8 @@ void lism_conn_set_nonblock(struct lism_conn *c, int on)
 	__atomic_store_n(&c->nonblock, !!on, __ATOMIC_RELAXED);
 }
 
+static bool fence_alone(struct lism_conn *c);
+
 void lism_conn_sandbox(struct lism_conn *c, int fd)
 {
 	if (c) {
@@ -170,10 +172,7 @@ void lism_conn_sandbox(struct lism_conn *c, int fd)
 		/* the sandbox's waits look at no ring: its doorbells ring from now
 		 * on, and what a writer carried shows now, while a fence may be made */
 		(void)lism_ring_rx_poll_end(&c->map.rx);
-		if (lism_ring_rx_carried(&c->map.rx)) {
-			lism_fence_peers();
-			(void)lism_ring_rx_fenced(&c->map.rx);
-		}
+		(void)fence_alone(c);
 	} else
 		sandboxed = 1;
 }
@@ -198,8 +197,8 @@ static void lock(struct lism_conn *c, pthread_mutex_t *l)
  * process holds is nobody's but the caller's: sends take none (a locked
  * operation per send drained the store buffer behind the ring's cursor,
  * bell.h, carried counts).  A send from a signal handler that interrupted
- * a send on the same socket (outside its sleep for room) would deadlock
- * on the lock; without it, tx_busy makes it fail with EAGAIN.
+ * a send on the same socket (outside its spin and sleep for room) would
+ * deadlock on the lock; without it, tx_busy makes it fail with EAGAIN.
  */
 static int one_thread_off; /* $LISM_ONE_THREAD=0: the ablation (lism_conn_readers_look reads it) */
 
@@ -207,6 +206,25 @@ bool lism_conn_one_thread(void)
 {
 	return !__atomic_load_n(&one_thread_off, __ATOMIC_RELAXED) &&
 	       __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED);
+}
+
+/*
+ * The kernel alone watches the ring's input from now on (a sandbox, a
+ * socket handed to a wait this library does not make): bytes a writer
+ * carried show first.  Counted as a sleeper meanwhile, so that no spin
+ * begins between the fence and its look (bell.h).  True if bytes are
+ * there with no doorbell.
+ */
+static bool fence_alone(struct lism_conn *c)
+{
+	bool carried = false, silent = lism_ring_rx_sleep_begin(&c->map.rx, &carried);
+
+	if (carried) {
+		lism_fence_peers();
+		silent |= lism_ring_rx_fenced(&c->map.rx);
+	}
+	lism_ring_rx_sleep_end(&c->map.rx);
+	return silent;
 }
 
 static bool tx_alone(struct lism_conn *c)
@@ -611,11 +629,7 @@ bool lism_conn_kernel_alone(struct lism_conn *c)
 	lock(c, &c->rx_lock);
 	pthread_mutex_unlock(&c->rx_lock);
 	/* the kernel alone waits from now on: what a writer carried shows first */
-	if (lism_ring_rx_carried(&c->map.rx)) {
-		lism_fence_peers();
-		return lism_ring_rx_fenced(&c->map.rx);
-	}
-	return lism_ring_rx_silent(&c->map.rx);
+	return fence_alone(c);
 }
 
 /* After POLLING may have been set: end it if the ring became shared meanwhile (set_shared). */
@@ -657,24 +671,28 @@ static bool spin(struct lism_conn *c)
 
 /*
  * A blocking send found the ring full: spin for room for this thread's
- * budget (as a reader spins for bytes) before it sleeps on the futex: a
- * reader that drains the ring frees room within microseconds, and the
- * sleep costs a futex wait, its wake, and the liveness and timeout
- * look-ups before them.  The tx lock stays held (the room is this
- * writer's to take).  True if room came.
+ * budget of such spins (as a reader spins for bytes, adapted apart) before
+ * it sleeps on the futex: a reader that drains the ring frees room within
+ * microseconds, and the sleep costs a futex wait, its wake, and the
+ * liveness and timeout look-ups before them.  Never past @left_ns (what
+ * SO_SNDTIMEO leaves).  The caller released the tx lock, as for the sleep.
+ * True if room came.
  */
-static bool spin_room(struct lism_conn *c)
+static bool spin_room(struct lism_conn *c, __u64 left_ns)
 {
-	__u64 budget = __atomic_load_n(&c->shared, __ATOMIC_RELAXED) || sandboxed ? 0 : lism_spin_budget_ns(c->busy_us);
+	__u64 budget = __atomic_load_n(&c->shared, __ATOMIC_RELAXED) || sandboxed ? 0
+										   : lism_spin_room_budget_ns(c->busy_us);
 	__u64 t0, t = 0, yielded = 0;
 	bool found;
 
+	if (budget > left_ns)
+		budget = left_ns;
 	if (!budget)
 		return false;
 	t0 = lism_spin_now_ns();
 	while (!(found = lism_ring_tx_room(&c->map.tx)) && (t = lism_spin_now_ns() - t0) < budget)
 		lism_spin_relax(t, &yielded);
-	lism_spin_result(found, c->busy_us);
+	lism_spin_room_result(found, c->busy_us);
 	return found;
 }
 
@@ -1050,17 +1068,27 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 				break;
 			continue;
 		}
-		if (spin_room(c))
-			continue;
-		if (peer_gone(c, fd)) {
-			lism_exec_debug(fd, "send: the reader's socket went");
-			r = -EPIPE;
-			break;
-		}
 		if (deadline == -2) {
 			long t = sndtimeo_ms(fd);
 
 			deadline = t < 0 ? -1 : now_ms() + t;
+		}
+		{
+			/* the lock released as for the sleep: a signal handler's send
+			 * on this socket goes on meanwhile */
+			long left = deadline < 0 ? LONG_MAX / 1000000 : deadline - now_ms();
+			bool room;
+
+			tx_unlock(c, alone);
+			room = left > 0 && spin_room(c, (__u64)left * 1000000);
+			tx_lock(c, alone);
+			if (room)
+				continue;
+		}
+		if (peer_gone(c, fd)) {
+			lism_exec_debug(fd, "send: the reader's socket went");
+			r = -EPIPE;
+			break;
 		}
 		if (deadline >= 0 && now_ms() >= deadline) {
 			r = -EAGAIN;

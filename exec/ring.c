@@ -615,11 +615,6 @@ bool lism_ring_rx_sleep_begin(struct lism_ring_rx *rx, bool *carried)
 	return lism_bell_silent(w);
 }
 
-bool lism_ring_rx_carried(const struct lism_ring_rx *rx)
-{
-	return LOAD(&rx->dir->prod.bell) & LISM_BELL_CARRIED;
-}
-
 /* Bytes published past the consumer cursor, as the header says (a hint:
  * recv checks). */
 static bool published(const struct lism_ring_dir *dir)

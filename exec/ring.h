@@ -162,8 +162,6 @@ bool lism_ring_rx_silent(const struct lism_ring_rx *rx);
  * calls rx_fenced, which says (true) if bytes are there with no doorbell. */
 bool lism_ring_rx_sleep_begin(struct lism_ring_rx *rx, bool *carried);
 bool lism_ring_rx_fenced(struct lism_ring_rx *rx);
-/* Whether CARRIED is set: a fence is due before the kernel alone waits. */
-bool lism_ring_rx_carried(const struct lism_ring_rx *rx);
 void lism_ring_rx_sleep_end(struct lism_ring_rx *rx);
 
 /* Whether the ring into an end says something to read now: bytes counted

@@ -15,11 +15,15 @@
 #define SO_BUSY_POLL 46
 #endif
 
-static __thread struct {
+struct spin_state {
 	__u64 budget_ns; /* 0: the whole bound next */
 	__u32 skip;      /* waits left that do not spin */
 	__u32 misses;    /* misses in a row below the floor */
-} spin;
+};
+
+/* A thread's waits for input, and its writes' waits for room, adapt apart:
+ * a writer that finds room at once says nothing of its idle reads. */
+static __thread struct spin_state spin, room;
 
 __u32 lism_spin_default_us(void)
 {
@@ -48,36 +52,56 @@ __u32 lism_spin_bound_us(int fd)
 	return lism_spin_default_us();
 }
 
-__u64 lism_spin_budget_ns(__u32 max_us)
+static __u64 budget(struct spin_state *st, __u32 max_us)
 {
 	__u64 max = (__u64)max_us * 1000;
 
 	if (!max)
 		return 0;
-	if (spin.skip) {
-		spin.skip--;
+	if (st->skip) {
+		st->skip--;
 		return 0;
 	}
-	if (!spin.budget_ns || spin.budget_ns > max)
-		spin.budget_ns = max;
-	return spin.budget_ns;
+	if (!st->budget_ns || st->budget_ns > max)
+		st->budget_ns = max;
+	return st->budget_ns;
+}
+
+static void result(struct spin_state *st, bool found, __u32 max_us)
+{
+	if (found) {
+		st->budget_ns = (__u64)max_us * 1000;
+		st->misses = st->skip = 0;
+		return;
+	}
+	st->budget_ns /= 2;
+	if (st->budget_ns >= LISM_SPIN_FLOOR_NS)
+		return;
+	st->budget_ns = 0; /* the whole bound, once the skips are over */
+	st->skip = st->misses < 10 ? 1u << st->misses : LISM_SPIN_SKIP_MAX;
+	if (st->skip > LISM_SPIN_SKIP_MAX)
+		st->skip = LISM_SPIN_SKIP_MAX;
+	st->misses++;
+}
+
+__u64 lism_spin_budget_ns(__u32 max_us)
+{
+	return budget(&spin, max_us);
 }
 
 void lism_spin_result(bool found, __u32 max_us)
 {
-	if (found) {
-		spin.budget_ns = (__u64)max_us * 1000;
-		spin.misses = spin.skip = 0;
-		return;
-	}
-	spin.budget_ns /= 2;
-	if (spin.budget_ns >= LISM_SPIN_FLOOR_NS)
-		return;
-	spin.budget_ns = 0; /* the whole bound, once the skips are over */
-	spin.skip = spin.misses < 10 ? 1u << spin.misses : LISM_SPIN_SKIP_MAX;
-	if (spin.skip > LISM_SPIN_SKIP_MAX)
-		spin.skip = LISM_SPIN_SKIP_MAX;
-	spin.misses++;
+	result(&spin, found, max_us);
+}
+
+__u64 lism_spin_room_budget_ns(__u32 max_us)
+{
+	return budget(&room, max_us);
+}
+
+void lism_spin_room_result(bool found, __u32 max_us)
+{
+	result(&room, found, max_us);
 }
 
 __u64 lism_spin_now_ns(void)

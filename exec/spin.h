@@ -48,6 +48,10 @@ __u64 lism_spin_budget_ns(__u32 max_us);
 /* The spin ended: it @found something, or not. */
 void lism_spin_result(bool found, __u32 max_us);
 
+/* The same for a blocking writer's spin for room (exec/conn.c), adapted apart. */
+__u64 lism_spin_room_budget_ns(__u32 max_us);
+void lism_spin_room_result(bool found, __u32 max_us);
+
 /* The clock the spin reads. */
 __u64 lism_spin_now_ns(void);
 

@@ -46,7 +46,7 @@
 #include "cursor.h"
 
 #define LISM_RING_MAGIC    0x676e69726d73696cULL /* "lismring" */
-#define LISM_RING_VERSION  5
+#define LISM_RING_VERSION  6
 #define LISM_RING_HDR_SIZE 4096u
 #define LISM_RING_LINE     64
 
