@@ -524,20 +524,19 @@ static void explore_carried(int kind0, int kind1, int msgs, size_t min_states)
 
 Test(bell, carried_counts_every_interleaving)
 {
-	explore_carried(SLEEPER, 0, 4, 100);
-	explore_carried(LOOKER, 0, 4, 100);
-	explore_carried(LSPIN, 0, 4, 100);
-	explore_carried(LOOKER, LOOKER, 3, 1000);
-	explore_carried(LOOKER, SLEEPER, 3, 1000);
-	explore_carried(LSPIN, LSPIN, 3, 1000);
-	explore_carried(LSPIN, SLEEPER, 3, 1000);
-	explore_carried(LSPIN, LOOKER, 3, 1000);
-	explore_carried(REPORTER, SLEEPER, 3, 1000);
-	explore_carried(REPORTER, LOOKER, 3, 1000);
-	explore_carried(REPORTER, LSPIN, 3, 1000);
-	explore_carried(SREPORTER, SLEEPER, 3, 1000);
-	explore_carried(SREPORTER, LSPIN, 3, 1000);
-	explore_carried(SREPORTER, LOOKER, 3, 1000);
+	static const struct {
+		int kind0, kind1, msgs;
+		size_t min_states;
+	} configs[] = {
+		{ SLEEPER, 0, 4, 100 },      { LOOKER, 0, 4, 100 },         { LSPIN, 0, 4, 100 },
+		{ LOOKER, LOOKER, 3, 1000 }, { LOOKER, SLEEPER, 3, 1000 },  { LSPIN, LSPIN, 3, 1000 },
+		{ LSPIN, SLEEPER, 3, 1000 }, { LSPIN, LOOKER, 3, 1000 },    { REPORTER, SLEEPER, 3, 1000 },
+		{ REPORTER, LOOKER, 3, 1000 }, { REPORTER, LSPIN, 3, 1000 }, { SREPORTER, SLEEPER, 3, 1000 },
+		{ SREPORTER, LSPIN, 3, 1000 }, { SREPORTER, LOOKER, 3, 1000 },
+	};
+
+	for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++)
+		explore_carried(configs[i].kind0, configs[i].kind1, configs[i].msgs, configs[i].min_states);
 }
 
 /* Without the sleeper's fence, a byte the writer carried stays in its
