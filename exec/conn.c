@@ -209,13 +209,11 @@ bool lism_conn_one_thread(void)
 }
 
 /*
- * The kernel alone watches the ring's input from now on (a sandbox, a
- * socket handed to a wait this library does not make): bytes a writer
- * carried show first.  Counted as a sleeper meanwhile, so that no spin
- * begins between the fence and its look (bell.h).  True if bytes are
- * there with no doorbell.
+ * Counted asleep on the ring, every spin ended, and what a writer carried
+ * fenced and looked at (bell.h): true if bytes are there with no doorbell.
+ * The caller wakes with lism_ring_rx_sleep_end.
  */
-static bool fence_alone(struct lism_conn *c)
+static bool sleep_fenced(struct lism_conn *c)
 {
 	bool carried = false, silent = lism_ring_rx_sleep_begin(&c->map.rx, &carried);
 
@@ -223,6 +221,19 @@ static bool fence_alone(struct lism_conn *c)
 		lism_fence_peers();
 		silent |= lism_ring_rx_fenced(&c->map.rx);
 	}
+	return silent;
+}
+
+/*
+ * The kernel alone watches the ring's input from now on (a sandbox, a
+ * socket handed to a wait this library does not make): bytes a writer
+ * carried show first.  Counted as a sleeper meanwhile, so that no spin
+ * begins between the fence and its look.
+ */
+static bool fence_alone(struct lism_conn *c)
+{
+	bool silent = sleep_fenced(c);
+
 	lism_ring_rx_sleep_end(&c->map.rx);
 	return silent;
 }
@@ -416,13 +427,7 @@ static int tcp_look(struct lism_conn *c, int fd, int wait)
 
 	if (wait) {
 		/* no sleep in the kernel over bytes a spin hid from it (bell.h) */
-		bool carried = false, silent = lism_conn_sleep_begin(c, &carried);
-
-		if (carried) {
-			lism_fence_peers();
-			silent |= lism_conn_fenced(c);
-		}
-		if (silent) {
+		if (sleep_fenced(c)) {
 			lism_conn_sleep_end(c);
 			return 1;
 		}

@@ -157,15 +157,6 @@ static struct fdent *ent_new(int state)
 	return e;
 }
 
-/*
- * A process with one thread (lism_conn_one_thread) moves the calls'
- * references with plain loads and stores; a signal handler's calls give
- * back every reference they take.
- */
-static bool one_thread(void)
-{
-	return lism_conn_one_thread();
-}
 
 /*
  * Drop a reference; the last one unmaps the ring.  @fd only from the close
@@ -175,7 +166,9 @@ static bool one_thread(void)
  */
 static void ent_put(struct fdent *e, int fd)
 {
-	if (one_thread()) {
+	/* one thread (lism_conn_one_thread): plain loads and stores; a signal
+	 * handler's calls give back every reference they take */
+	if (lism_conn_one_thread()) {
 		int refs = __atomic_load_n(&e->refs, __ATOMIC_RELAXED) - 1;
 
 		__atomic_store_n(&e->refs, refs, __ATOMIC_RELAXED);
@@ -201,7 +194,7 @@ static struct fdent *ent_get(int fd)
 	if (!s || !(e = __atomic_load_n(s, __ATOMIC_ACQUIRE)))
 		return NULL;
 	refs = __atomic_load_n(&e->refs, __ATOMIC_ACQUIRE);
-	if (one_thread()) { /* nobody closes it meanwhile */
+	if (lism_conn_one_thread()) { /* nobody closes it meanwhile (ent_put) */
 		if (!refs)
 			return NULL;
 		__atomic_store_n(&e->refs, refs + 1, __ATOMIC_RELAXED);

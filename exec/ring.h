@@ -77,7 +77,7 @@ struct lism_ring_tx {
  * Whether this process takes part in carried counts (bell.h): its readers
  * set CARRY with POLLING, and its writers carry while a reader has both.
  * Set by exec/fence.c once the kernel fences this process's CPUs for its
- * peers (membarrier); false, the rule is the counted one of ring version 4.
+ * peers (membarrier); false, every send is counted (bell.h).
  */
 extern bool lism_ring_carry;
 
