@@ -65,6 +65,10 @@ Modes:
                   lism-exec with LISM_CARRY=0: a writer adds every send
                   to the doorbell word's count, also while its reader
                   spins (exec/bell.h, carried counts)
+  lism-exec-nomirror
+                  lism-exec with LISM_MIRROR=0: readers keep no spin
+                  mirror, so a writer looks at the doorbell word on
+                  every send it carries (exec/bell.h, the spin mirror)
   lism-exec-dmb4m
                   lism-exec with LISM_ABLATE=ring-dmb-cache: the device's
                   ring DMBs of the whole --dmb-size (4 MiB), not at most
@@ -507,13 +511,15 @@ ABLATIONS = {"lism-eager": ["--eager-senders"], "lism-no-churn": ["--no-churn-de
              "lism-exec-eager": ["LISM_EPOLL_LAZY=0"],
              # writers that add every send to the count (exec/bell.h, carried counts off)
              "lism-exec-nocarry": ["LISM_CARRY=0"],
+             # writers that look at the doorbell word on every carry (exec/bell.h, the spin mirror off)
+             "lism-exec-nomirror": ["LISM_MIRROR=0"],
              # a tx lock and atomic references in every process, one thread or not (exec/conn.h)
              "lism-exec-locked": ["LISM_ONE_THREAD=0"],
              # ring DMBs of the whole --dmb-size, not at most 1 MiB (include/lism/ring.h)
              "lism-exec-dmb4m": ["LISM_ABLATE=ring-dmb-cache"]}
 # the settings of the workload programs' liblism (exec/spin.h), set by switch() per mode
 EXEC_SETTINGS = ("LISM_BUSY_POLL_US", "LISM_BUSY_POLL_YIELD_NS", "LISM_READER_LOOKS", "LISM_EPOLL_LAZY",
-                 "LISM_CARRY", "LISM_ONE_THREAD")
+                 "LISM_CARRY", "LISM_MIRROR", "LISM_ONE_THREAD")
 # BENCH_LISM_OLD=path/to/lism: modes lism-old and lism-ab-old, another build's lism, interleaved
 # with this one (an A/B)
 LISM_OLD = os.environ.get("BENCH_LISM_OLD")

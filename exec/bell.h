@@ -48,6 +48,20 @@
  *   sleeper fences and says them.  A spin's end with nothing carried
  *   clears CARRY at once: no writer can carry with POLLING clear.  A carry stays below half the DMB, so the count stays
  *   in [-2 * size, 2 * size].
+ * - The spin mirror: the reader's take writes the word on every recv, so
+ *   a writer's load of it missed the cache on every send (30 % of a
+ *   14-byte sender's time).  A reader in a process with one thread copies
+ *   POLLING-with-CARRY into a word of its own (cons.spin, on the line the
+ *   writer loads anyway) after every change of the word that sets or
+ *   clears it, a new generation each time it turns on, and always before a
+ *   sleeper's fence.  A writer whose last carry's CAS (or look at the
+ *   word, CARRIED already set) was made while the mirror showed the
+ *   generation it shows now carries with no look at the word; any other
+ *   carry looks at the word as above.  An add that finds POLLING or CARRY
+ *   clear forgets the generation: its doorbell would otherwise seem to
+ *   cover bytes carried after it (the fence's look trusts a rung count).
+ *   Threads of one process would race each other's mirror stores, so a
+ *   process with more threads only turns it off.
  *
  * Invariant (tests/unit/test_bell.c checks it over every interleaving of a
  * writer and two readers): doorbells on the socket plus those decided and

@@ -193,20 +193,16 @@ static void lock(struct lism_conn *c, pthread_mutex_t *l)
 }
 
 /*
- * The tx lock of a process with one thread and a connection no other
- * process holds is nobody's but the caller's: sends take none (a locked
- * operation per send drained the store buffer behind the ring's cursor,
- * bell.h, carried counts).  A send from a signal handler that interrupted
- * a send on the same socket (outside its spin and sleep for room) would
- * deadlock on the lock; without it, tx_busy makes it fail with EAGAIN.
+ * The locks of a process with one thread and a connection no other
+ * process holds are nobody's but the caller's: sends and recvs take none
+ * (a locked operation per send drained the store buffer behind the ring's
+ * cursor, bell.h, carried counts; the robust mutex's lock and unlock, twice
+ * a recv that spins, were 5 % of a one-CPU ping-pong).  A send or recv
+ * from a signal handler that interrupted one on the same socket (outside
+ * its spin and sleep) would deadlock on the lock; without it, tx_busy and
+ * rx_busy make it fail with EAGAIN.
  */
-static int one_thread_off; /* $LISM_ONE_THREAD=0: the ablation (lism_conn_readers_look reads it) */
-
-bool lism_conn_one_thread(void)
-{
-	return !__atomic_load_n(&one_thread_off, __ATOMIC_RELAXED) &&
-	       __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED);
-}
+int lism_conn_one_thread_off; /* $LISM_ONE_THREAD=0: the ablation */
 
 /*
  * Counted asleep on the ring, every spin ended, and what a writer carried
@@ -241,6 +237,44 @@ static bool fence_alone(struct lism_conn *c)
 static bool tx_alone(struct lism_conn *c)
 {
 	return lism_conn_one_thread() && !__atomic_load_n(&c->shared, __ATOMIC_RELAXED);
+}
+
+/* The rx lock, or (@alone: tx_alone) rx_busy; -EAGAIN: a recv this one interrupted holds it. */
+static int rx_lock(struct lism_conn *c, bool alone)
+{
+	if (!alone) {
+		lock(c, &c->rx_lock);
+		return 0;
+	}
+	if (__atomic_load_n(&c->rx_busy, __ATOMIC_RELAXED))
+		return -EAGAIN;
+	__atomic_store_n(&c->rx_busy, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void rx_unlock(struct lism_conn *c, bool alone)
+{
+	if (!alone)
+		pthread_mutex_unlock(&c->rx_lock);
+	else
+		__atomic_store_n(&c->rx_busy, 0, __ATOMIC_RELAXED);
+}
+
+/* Taken again after a spin or a sleep: a nested recv meanwhile is over. */
+static void rx_relock(struct lism_conn *c, bool alone)
+{
+	if (!alone)
+		lock(c, &c->rx_lock);
+	else
+		__atomic_store_n(&c->rx_busy, 1, __ATOMIC_RELAXED);
+}
+
+/* As pthread_mutex_trylock on the rx lock: 0, EBUSY, or EOWNERDEAD (the lock is the caller's). */
+static int rx_trylock(struct lism_conn *c, bool alone)
+{
+	if (!alone)
+		return pthread_mutex_trylock(&c->rx_lock);
+	return rx_lock(c, true) ? EBUSY : 0;
 }
 
 static void tx_lock(struct lism_conn *c, bool alone)
@@ -420,7 +454,7 @@ static ssize_t poll_look(int fd, int wait)
  * once the ring is read); -ENOTCONN: the peer's FIN; another -errno: the
  * wait's (-EAGAIN: SO_RCVTIMEO, -EINTR) or the connection's.
  */
-static int tcp_look(struct lism_conn *c, int fd, int wait)
+static int tcp_look(struct lism_conn *c, int fd, int wait, bool alone)
 {
 	char buf[64];
 	ssize_t seen;
@@ -433,7 +467,7 @@ static int tcp_look(struct lism_conn *c, int fd, int wait)
 		}
 		/* not holding the lock asleep: a shutdown or a FIONREAD on another
 		 * thread goes on, and a process killed asleep leaves it consistent */
-		pthread_mutex_unlock(&c->rx_lock);
+		rx_unlock(c, alone);
 	}
 	if (sandboxed)
 		seen = poll_look(fd, wait);
@@ -441,7 +475,7 @@ static int tcp_look(struct lism_conn *c, int fd, int wait)
 		seen = sys_recv(fd, buf, sizeof(buf), MSG_PEEK | (wait ? 0 : MSG_DONTWAIT));
 	if (wait) {
 		lism_conn_sleep_end(c);
-		lock(c, &c->rx_lock);
+		rx_relock(c, alone);
 	}
 	if (seen == -EAGAIN && !wait)
 		return 0;
@@ -573,14 +607,15 @@ bool lism_conn_ready(struct lism_conn *c)
 bool lism_conn_says(struct lism_conn *c, int fd)
 {
 	int err, inq = 0;
-	bool says = true, final;
+	bool says = true, final, alone;
 	ssize_t n, left;
 
 	if (!lism_conn_ready(c))
 		return false;
 	if ((flags_now(c) & (LISM_CONN_ABORTED | LISM_CONN_RD_SHUT)) || sandboxed)
 		return true; /* sandboxed: no syscall of the wrapper's own */
-	err = pthread_mutex_trylock(&c->rx_lock);
+	alone = tx_alone(c);
+	err = rx_trylock(c, alone);
 	if (err && err != EOWNERDEAD)
 		return true; /* a recv is at it: it says what is there */
 	if (err == EOWNERDEAD) {
@@ -592,13 +627,14 @@ bool lism_conn_says(struct lism_conn *c, int fd)
 		 * it are counted): the kernel says the socket readable when they land */
 		says = !syscall(SYS_ioctl, fd, SIOCINQ, &inq) && (__u64)inq > c->map.rx.run_bells - c->map.rx.eaten;
 	}
-	pthread_mutex_unlock(&c->rx_lock);
+	rx_unlock(c, alone);
 	return says;
 }
 
 bool lism_conn_kernel_says(struct lism_conn *c, int fd)
 {
-	int err = pthread_mutex_trylock(&c->rx_lock), ev = 1;
+	bool alone = tx_alone(c);
+	int err = rx_trylock(c, alone), ev = 1;
 
 	if (err && err != EOWNERDEAD)
 		return true; /* a recv is at it: it says what is there */
@@ -610,7 +646,7 @@ bool lism_conn_kernel_says(struct lism_conn *c, int fd)
 	 * landed) is all the kernel sees: eaten, what is left is the truth */
 	if (c->map.rx.owed && !eat(c, fd, c->map.rx.owed, 0))
 		ev = poll_one(fd, POLLIN, 0);
-	pthread_mutex_unlock(&c->rx_lock);
+	rx_unlock(c, alone);
 	return ev != 0;
 }
 
@@ -645,32 +681,37 @@ static void unshare_check(struct lism_conn *c)
 		(void)lism_ring_rx_poll_end(&c->map.rx);
 }
 
+static bool looks(struct lism_conn *c);
+
 /*
  * A blocking recv found the ring empty: spin on it for this thread's
  * budget before the sleep in the kernel, the rx lock released as for the
  * sleep.  True if something came.
  */
-static bool spin(struct lism_conn *c)
+static bool spin(struct lism_conn *c, bool alone)
 {
 	__u64 budget = __atomic_load_n(&c->shared, __ATOMIC_RELAXED) || sandboxed ? 0 : lism_spin_budget_ns(c->busy_us);
-	__u64 t0, t = 0, yielded = 0;
+	struct lism_spin sp;
 	bool found;
 
 	if (!budget)
 		return false;
-	pthread_mutex_unlock(&c->rx_lock);
+	rx_unlock(c, alone);
 	if (!lism_conn_spin_begin(c)) {
 		/* bytes counted already (look again), or a wait sleeps on it (no spin) */
 		found = lism_conn_ready(c);
-		lock(c, &c->rx_lock);
+		rx_relock(c, alone);
 		return found;
 	}
-	t0 = lism_spin_now_ns();
-	while (!(found = lism_conn_ready(c)) && (t = lism_spin_now_ns() - t0) < budget)
-		lism_spin_relax(t, &yielded);
-	found |= lism_ring_rx_poll_end(&c->map.rx);
+	lism_spin_start(&sp, budget);
+	while (!(found = lism_conn_ready(c)) && lism_spin_next(&sp))
+		;
+	/* found, a reader that looks keeps POLLING: its take sets it again
+	 * (bell.h, lism_bell_take_look), and the next write is silent too */
+	if (!found || !looks(c))
+		found |= lism_ring_rx_poll_end(&c->map.rx);
 	lism_spin_result(found, c->busy_us);
-	lock(c, &c->rx_lock);
+	rx_relock(c, alone);
 	return found;
 }
 
@@ -687,16 +728,16 @@ static bool spin_room(struct lism_conn *c, __u64 left_ns)
 {
 	__u64 budget = __atomic_load_n(&c->shared, __ATOMIC_RELAXED) || sandboxed ? 0
 										   : lism_spin_room_budget_ns(c->busy_us);
-	__u64 t0, t = 0, yielded = 0;
+	struct lism_spin sp;
 	bool found;
 
 	if (budget > left_ns)
 		budget = left_ns;
 	if (!budget)
 		return false;
-	t0 = lism_spin_now_ns();
-	while (!(found = lism_ring_tx_room(&c->map.tx)) && (t = lism_spin_now_ns() - t0) < budget)
-		lism_spin_relax(t, &yielded);
+	lism_spin_start(&sp, budget);
+	while (!(found = lism_ring_tx_room(&c->map.tx)) && lism_spin_next(&sp))
+		;
 	lism_spin_room_result(found, c->busy_us);
 	return found;
 }
@@ -708,7 +749,7 @@ void lism_conn_readers_look(void)
 	const char *e = getenv("LISM_READER_LOOKS"), *o = getenv("LISM_ONE_THREAD");
 
 	__atomic_store_n(&readers_look, !(e && !strcmp(e, "0")), __ATOMIC_RELAXED);
-	__atomic_store_n(&one_thread_off, o && !strcmp(o, "0"), __ATOMIC_RELAXED);
+	__atomic_store_n(&lism_conn_one_thread_off, o && !strcmp(o, "0"), __ATOMIC_RELAXED);
 }
 
 bool lism_conn_readers_looking(void)
@@ -729,7 +770,7 @@ static bool looks(struct lism_conn *c)
 }
 
 /* lism_conn_recv with the rx lock held (released while it sleeps). */
-static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags)
+static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags, bool alone)
 {
 	struct iovec rest[64];
 	size_t want = 0, got = 0;
@@ -800,9 +841,9 @@ static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov,
 			break;
 		if (nb < 0)
 			nb = nonblocking(c, fd, flags);
-		if (!nb && spin(c) && ++idle < 1000)
+		if (!nb && spin(c, alone) && ++idle < 1000)
 			continue; /* a peer's count with no bytes behind it spins no more than that */
-		say = tcp_look(c, fd, !nb);
+		say = tcp_look(c, fd, !nb, alone);
 		if (say == 0 || say == -EAGAIN || say == -EINTR) {
 			r = say ?: -EAGAIN; /* nothing, SO_RCVTIMEO, or a signal */
 			break;
@@ -829,11 +870,13 @@ static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov,
 
 ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
-	ssize_t r;
+	bool alone = tx_alone(c);
+	ssize_t r = rx_lock(c, alone);
 
-	lock(c, &c->rx_lock);
-	r = recv_locked(c, fd, iov, iovcnt, flags);
-	pthread_mutex_unlock(&c->rx_lock);
+	if (r)
+		return r;
+	r = recv_locked(c, fd, iov, iovcnt, flags, alone);
+	rx_unlock(c, alone);
 	return r;
 }
 
@@ -841,10 +884,12 @@ ssize_t lism_conn_recv_into(struct lism_conn *c, int fd, void *buf, size_t n, in
 			    ssize_t (*sink)(void *arg, const void *buf, size_t n), void *arg)
 {
 	struct iovec v = { buf, n };
-	ssize_t r, w;
+	bool alone = tx_alone(c);
+	ssize_t r = rx_lock(c, alone), w;
 
-	lock(c, &c->rx_lock);
-	r = recv_locked(c, fd, &v, 1, (flags & MSG_DONTWAIT) | MSG_PEEK);
+	if (r)
+		return r;
+	r = recv_locked(c, fd, &v, 1, (flags & MSG_DONTWAIT) | MSG_PEEK, alone);
 	if (r > 0) {
 		/* the lock held from the look to the take: the bytes taken are those the sink took */
 		w = sink(arg, buf, (size_t)r);
@@ -854,14 +899,14 @@ ssize_t lism_conn_recv_into(struct lism_conn *c, int fd, void *buf, size_t n, in
 			ssize_t t;
 
 			v.iov_len = (size_t)w;
-			t = recv_locked(c, fd, &v, 1, MSG_DONTWAIT);
+			t = recv_locked(c, fd, &v, 1, MSG_DONTWAIT, alone);
 
 			if (t > 0 && t != w)
 				w = rx_fail(c, fd, -EPROTO);
 		}
 		r = w;
 	}
-	pthread_mutex_unlock(&c->rx_lock);
+	rx_unlock(c, alone);
 	return r;
 }
 

@@ -31,6 +31,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/single_threaded.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -54,6 +55,7 @@ struct lism_conn {
 	int nonblock;            /* O_NONBLOCK as the wrappers last set it; -1: not read yet */
 	int shared;              /* another process holds the ring too: no spinning (exec/spin.h) */
 	int tx_busy;             /* a send runs with no tx lock (one thread): a nested one says EAGAIN */
+	int rx_busy;             /* a recv runs with no rx lock (one thread): a nested one says EAGAIN */
 	__u32 busy_us;           /* the spin bound of waits for this socket (exec/spin.h) */
 };
 
@@ -179,7 +181,14 @@ void lism_conn_look_end(struct lism_conn *c);
  * connection no other process holds, since every locked operation drains
  * the store buffer behind a send's cursor (bell.h, carried counts).
  */
-bool lism_conn_one_thread(void);
+static inline bool lism_conn_one_thread(void)
+{
+	extern int lism_conn_one_thread_off; /* lism_conn_readers_look sets it */
+
+	/* inline: the fd table asks twice a call */
+	return !__atomic_load_n(&lism_conn_one_thread_off, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED);
+}
 
 /* $LISM_EXEC_DEBUG set: say on stderr why a connection failed (a reset, a broken pipe). */
 void lism_exec_debug(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -27,6 +27,8 @@ void lism_fence_init(void)
 		  !membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
 
 	__atomic_store_n(&lism_ring_carry, on, __ATOMIC_RELAXED);
+	e = getenv("LISM_MIRROR");
+	__atomic_store_n(&lism_ring_mirror, !(e && !strcmp(e, "0")), __ATOMIC_RELAXED);
 }
 
 void lism_fence_forked(void)

@@ -185,7 +185,8 @@ static void waiter_cleanup(void *arg)
  */
 static int wait_rings(struct waiter *w, int ms, bool spin)
 {
-	__u64 t0 = lism_spin_now_ns(), budget = 0, t = 0, yielded = 0, asked = 0;
+	__u64 t0 = lism_spin_now_ns(), budget = 0, asked = 0;
+	struct lism_spin sp;
 	__u32 bound = 0;
 	int n, kn = 0, spinning = 0;
 	bool found = false, carried = false;
@@ -204,16 +205,17 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 		budget = (__u64)ms * 1000000; /* never past the caller's timeout */
 	for (int i = 0; budget && i < w->nr; i++)
 		spinning += lism_conn_spin_begin(w->r[i].c);
-	while (spinning && !found && (t = lism_spin_now_ns() - t0) < budget) {
+	lism_spin_start(&sp, budget);
+	while (spinning && !found) {
 		for (int i = 0; i < w->nr && !found; i++)
 			found = lism_conn_ready(w->r[i].c);
-		if (!found && t - asked >= LISM_SPIN_KERNEL_NS) {
-			asked = t;
+		if (!found && sp.t - asked >= LISM_SPIN_KERNEL_NS) {
+			asked = sp.t;
 			kn = w->kernel(w, 0); /* the other fds, now and then */
 			found = kn != 0; /* events, or an error (EINTR: a signal came, as to any wait) */
 		}
-		if (!found)
-			lism_spin_relax(t, &yielded);
+		if (!found && !lism_spin_next(&sp))
+			break;
 	}
 	if (spinning)
 		lism_spin_result(found, bound);

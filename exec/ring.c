@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "bell.h"
+#include <sys/single_threaded.h>
+
 #include "ring.h"
 
 #define LOAD(p)      __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -26,6 +28,7 @@
 #define WRITER_STATES (LISM_RING_DONE_WRITING | LISM_RING_CLOSED | LISM_RING_ABORT)
 
 bool lism_ring_carry;
+bool lism_ring_mirror;
 
 /* The CARRY flag this process's readers set with POLLING. */
 static __u64 carry_bit(void)
@@ -229,6 +232,21 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 	return 0;
 }
 
+/*
+ * The spin mirror follows the word @w this reader just made (bell.h): on,
+ * in a new generation, when it has POLLING with CARRY and the process one
+ * thread; off when it has not.  Stored before a sleeper's fence.
+ */
+static void mirror_sync(struct lism_ring_rx *rx, __u64 w)
+{
+	__u64 m = LOAD(&rx->dir->cons.spin);
+	bool on = lism_bell_carries(w) && __atomic_load_n(&lism_ring_mirror, __ATOMIC_RELAXED) &&
+		  __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED);
+
+	if (on != (m & 1))
+		STORE(&rx->dir->cons.spin, on ? ((m >> 1) + 1) << 1 | 1 : m & ~1ull);
+}
+
 /* Take @n from the doorbell word after consuming them: owe a doorbell if
  * the rule says so; -EPROTO if the word is none the rule can make.  @old:
  * the word as loaded last, whose count covered @n (a word loaded before
@@ -247,6 +265,8 @@ static int take(struct lism_ring_rx *rx, __u64 n, bool look, __u64 old)
 	} while (!__atomic_compare_exchange_n(&rx->dir->prod.bell, &old, w, true, __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));
 	rx->owed += owes;
+	if (look)
+		mirror_sync(rx, w);
 	return 0;
 }
 
@@ -457,16 +477,23 @@ ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iov
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&lism_ring_carry, __ATOMIC_RELAXED) && n < LISM_BELL_CARRY_SEND &&
 	    tx->carry + (__u64)n <= tx->size / 2) {
-		__u64 w = __atomic_load_n(&tx->dir->prod.bell, __ATOMIC_RELAXED);
+		/* the spin mirror, on the line of the reader's state loaded above */
+		__u64 m = __atomic_load_n(&tx->dir->cons.spin, __ATOMIC_RELAXED), w;
+		bool carries = (m & 1) && m == tx->spin_seen;
 
-		/* the spin's first carry says so, by a CAS from the word seen:
-		 * never once POLLING is clear (a failed CAS looks again) */
-		while (lism_bell_carries(w) &&
-		       !(w & LISM_BELL_CARRIED) &&
-		       !__atomic_compare_exchange_n(&tx->dir->prod.bell, &w, w | LISM_BELL_CARRIED, false,
-						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-			;
-		if (lism_bell_carries(w)) {
+		if (!carries) {
+			w = __atomic_load_n(&tx->dir->prod.bell, __ATOMIC_RELAXED);
+			/* the spin's first carry says so, by a CAS from the word seen:
+			 * never once POLLING is clear (a failed CAS looks again) */
+			while (lism_bell_carries(w) && !(w & LISM_BELL_CARRIED) &&
+			       !__atomic_compare_exchange_n(&tx->dir->prod.bell, &w, w | LISM_BELL_CARRIED, false,
+							    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+				;
+			carries = lism_bell_carries(w);
+			/* CARRIED is set in this generation: the next carries need no look */
+			tx->spin_seen = carries && (m & 1) ? m : 0;
+		}
+		if (carries) {
 			tx->carry += (__u64)n;
 			__atomic_store_n(&tx->dir->prod.carried, tx->carry, __ATOMIC_RELAXED);
 			return n;
@@ -475,6 +502,8 @@ ssize_t lism_ring_send(struct lism_ring_tx *tx, const struct iovec *iov, int iov
 	/* counted after they are published: a count above 0 always has bytes behind it */
 	add = (__u64)n + tx->carry;
 	before = __atomic_fetch_add(&tx->dir->prod.bell, add, __ATOMIC_ACQ_REL);
+	if (!lism_bell_carries(before))
+		tx->spin_seen = 0; /* the spin is over: its doorbell must not seem to cover a later carry */
 	if (tx->carry) {
 		tx->carry = 0;
 		__atomic_store_n(&tx->dir->prod.carried, 0, __ATOMIC_RELAXED);
@@ -579,6 +608,7 @@ static __u64 bell_change(struct lism_ring_rx *rx, __u64 (*rule)(__u64))
 			break;
 	} while (!__atomic_compare_exchange_n(&rx->dir->prod.bell, &old, w, true, __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));
+	mirror_sync(rx, w);
 	return w;
 }
 
@@ -594,6 +624,7 @@ bool lism_ring_rx_poll_begin(struct lism_ring_rx *rx)
 			break;
 	} while (!__atomic_compare_exchange_n(&rx->dir->prod.bell, &old, w, true, __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));
+	mirror_sync(rx, w);
 	return w & LISM_BELL_POLLING;
 }
 

@@ -66,6 +66,7 @@ struct lism_ring_tx {
 	__u32 state;                   /* LISM_RING_DONE_WRITING ... as this end set them */
 	__u64 bells;                   /* doorbells due so far: one per send that took unread above 0 */
 	__u64 carry;                   /* bytes published and not counted yet (bell.h, carried counts) */
+	__u64 spin_seen;               /* the spin mirror when this end last looked at the word: carry on it */
 	bool bell;                     /* the last send is due one: the caller sends it */
 	bool in_run;                   /* bytes go through TCP, in run runs - 1 */
 	__u64 runs;                    /* runs started */
@@ -80,6 +81,11 @@ struct lism_ring_tx {
  * peers (membarrier); false, every send is counted (bell.h).
  */
 extern bool lism_ring_carry;
+
+/* Whether this process's readers keep the spin mirror (bell.h) while it
+ * has one thread: unless $LISM_MIRROR was 0 at start (the bench's
+ * ablation; exec/fence.c). */
+extern bool lism_ring_mirror;
 
 /* The device: lay out a header for DMBs of @dmb_size bytes in @len bytes of
  * zeroed memory.  -EINVAL if @len is not lism_ring_region_size(@dmb_size). */

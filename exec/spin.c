@@ -23,7 +23,8 @@ struct spin_state {
 
 /* A thread's waits for input, and its writes' waits for room, adapt apart:
  * a writer that finds room at once says nothing of its idle reads. */
-static __thread struct spin_state spin, room;
+static __thread struct spin_state spin __attribute__((tls_model("initial-exec"))),
+	room __attribute__((tls_model("initial-exec"))); /* no __tls_get_addr: liblism is preloaded */
 
 __u32 lism_spin_default_us(void)
 {
@@ -138,4 +139,19 @@ void lism_spin_relax(__u64 since_ns, __u64 *last)
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield");
 #endif
+}
+
+bool lism_spin_next(struct lism_spin *s)
+{
+	if (++s->looks % LISM_SPIN_CLOCK_LOOKS == 2) {
+		__u64 now = lism_spin_now_ns();
+
+		if (!s->t0)
+			s->t0 = now;
+		s->t = now - s->t0;
+		if (s->t >= s->budget_ns)
+			return false;
+	}
+	lism_spin_relax(s->t, &s->yielded);
+	return true;
 }

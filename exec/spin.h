@@ -35,6 +35,7 @@
 #define LISM_SPIN_SKIP_MAX   1024
 #define LISM_SPIN_YIELD_NS   0
 #define LISM_SPIN_KERNEL_NS  2000
+#define LISM_SPIN_CLOCK_LOOKS 4
 
 /* The process's bound in microseconds ($LISM_BUSY_POLL_US, read once). */
 __u32 lism_spin_default_us(void);
@@ -62,5 +63,29 @@ __u64 lism_spin_yield_ns(void);
  * LISM_SPIN_YIELD_NS (@since_ns: the spin's time so far; @last: the state
  * it keeps). */
 void lism_spin_relax(__u64 since_ns, __u64 *last);
+
+/*
+ * One spin: its budget, and its clock, read after its second look and
+ * every LISM_SPIN_CLOCK_LOOKS looks after that (a spin that finds its
+ * bytes at its first or second look reads none: two clock reads were 3 %
+ * of a one-CPU ping-pong's one-way).  Its budget starts at its first read,
+ * so a spin outlasts it by one look, and by at most
+ * LISM_SPIN_CLOCK_LOOKS - 1 looks past it.
+ */
+struct lism_spin {
+	__u64 budget_ns;
+	__u64 t0;      /* the first read; 0: none yet */
+	__u64 t;       /* the time spent at the last read */
+	__u64 yielded; /* lism_spin_relax's */
+	__u32 looks;
+};
+
+static inline void lism_spin_start(struct lism_spin *s, __u64 budget_ns)
+{
+	*s = (struct lism_spin){ .budget_ns = budget_ns };
+}
+
+/* A look found nothing: relax and true, or false once the budget is spent. */
+bool lism_spin_next(struct lism_spin *s);
 
 #endif

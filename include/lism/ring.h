@@ -46,7 +46,7 @@
 #include "cursor.h"
 
 #define LISM_RING_MAGIC    0x676e69726d73696cULL /* "lismring" */
-#define LISM_RING_VERSION  6
+#define LISM_RING_VERSION  7
 #define LISM_RING_HDR_SIZE 4096u
 #define LISM_RING_LINE     64
 
@@ -110,7 +110,10 @@ struct lism_ring_run {
 
 struct lism_ring_cons {
 	__u32 state;        /* LISM_RING_READER_CLOSED */
-	__u8 pad0[LISM_RING_LINE - 4];
+	__u32 pad;
+	__u64 spin;         /* the spin mirror (exec/bell.h): generation << 1 | POLLING with
+			       CARRY; beside state, which the writer loads every send */
+	__u8 pad0[LISM_RING_LINE - 16];
 	__u64 cursor;       /* lism_cursor_pack(): bytes read out of the DMB */
 	__u64 eaten;        /* doorbells eaten so far (the reader's count, for a re-attach) */
 	__u64 runs_done;    /* runs read to their end */

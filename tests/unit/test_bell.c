@@ -24,6 +24,13 @@
  * holds it: bytes published are hidden from the readers until the
  * writer's next locked operation (its add), the buffer's own drain (a
  * step at any time), or a sleeper's fence (membarrier, exec/fence.h).
+ *
+ * The spin mirror (bell.h): with one reader (a process with one thread),
+ * the reader copies POLLING with CARRY into a word of its own after each
+ * change of the doorbell word (a step of its own, the writer's steps in
+ * between), and a new generation with each spin; the writer carries with
+ * no look at the doorbell word while the mirror says so and its
+ * generation is the one the writer's last CAS of CARRIED was made in.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -63,6 +70,9 @@ struct state {
 	__u8 hidden;       /* bytes published the readers may not see yet (the writer's store buffer) */
 	__u8 said;         /* bit i: reader i's sleep_begin (and fence) said bytes: it reads, not sleeps */
 	__u8 lock;         /* 0, or 1 + the holder */
+	__u8 mpol;         /* the spin mirror says POLLING with CARRY */
+	__u8 wfresh;       /* the writer set CARRIED in the mirror's generation */
+	__u8 mpend;        /* the reader's mirror step is due */
 	__u8 pc[2], take[2];
 };
 
@@ -72,6 +82,10 @@ struct model {
 	bool no_count;     /* a mutation: a sleeper ends spins but is not counted */
 	bool carry;        /* the readers set CARRY with POLLING: the writer may carry */
 	bool no_fence;     /* a mutation: a sleeper's fence shows nothing hidden */
+	bool mirror;       /* one reader, which keeps the spin mirror */
+	bool late_clear;   /* a mutation: a sleeper clears the mirror after its fence */
+	bool no_gen;       /* a mutation: the writer carries on the mirror alone, no generation */
+	bool no_reset;     /* a mutation: an add that saw the spin over keeps the writer's generation */
 	bool expected;     /* the search must find errors: said as information (an error fails the run) */
 	/* the search */
 	struct state *stack;
@@ -98,6 +112,7 @@ static __u64 key_of(const struct state *s)
 	k = k << 3 | s->hidden;
 	k = k << 2 | s->said;
 	k = k << 2 | (s->word >> 48 & 3); /* the sleepers */
+	k = k << 3 | (__u64)(s->mpol | s->wfresh << 1 | s->mpend << 2);
 	for (int i = 0; i < 2; i++)
 		k = (k << 4 | s->pc[i]) << 4 | s->take[i];
 	return k + 1;
@@ -208,9 +223,20 @@ static int reader_steps(struct model *m, const struct state *s, int i)
 	struct state n = *s;
 	bool owes;
 
+	if (s->mpend) { /* the mirror follows the word (ring.c, mirror_sync): a new generation per spin */
+		bool pol = lism_bell_carries(s->word);
+
+		n.mpend = 0;
+		if (pol && !s->mpol)
+			n.wfresh = 0;
+		n.mpol = pol;
+		push(m, &n);
+		return 1;
+	}
 	switch (s->pc[i]) {
 	case R_BEGIN: /* a spinner: POLLING while the count is 0 or below */
 		n.word = lism_bell_poll_begin(s->word, m->carry ? LISM_BELL_CARRY : 0);
+		n.mpend = m->mirror;
 		n.pc[i] = m->kind[i] == LSPIN ? R_LCHECK : R_END;
 		break;
 	case R_LCHECK: /* found bytes: read them, POLLING kept; else sleep */
@@ -218,6 +244,7 @@ static int reader_steps(struct model *m, const struct state *s, int i)
 		break;
 	case R_COUNT: /* a sleeper counts itself and ends every spin, one operation */
 		n.word = m->no_count ? lism_bell_poll_end(s->word) : lism_bell_sleep_begin(s->word);
+		n.mpend = m->mirror && !m->late_clear; /* before its fence */
 		/* what it says is the word's alone (conn.c, tcp_look; poll.c) */
 		n.said = (__u8)((s->said & ~(1u << i)) | (unsigned)lism_bell_silent(n.word) << i);
 		n.pc[i] = n.word & LISM_BELL_CARRIED ? R_FENCE : R_CHECK;
@@ -231,6 +258,7 @@ static int reader_steps(struct model *m, const struct state *s, int i)
 		n.word = lism_bell_fenced(s->word, unsaid);
 		if (lism_bell_silent(n.word) || (unsaid && !lism_bell_rung(n.word)))
 			n.said |= (__u8)(1u << i);
+		n.mpend = m->mirror && m->late_clear;
 		n.pc[i] = R_CHECK;
 		break;
 	}
@@ -240,6 +268,7 @@ static int reader_steps(struct model *m, const struct state *s, int i)
 		break;
 	case R_END: /* the spin ends (whatever it saw; the interleavings are its time) */
 		n.word = lism_bell_poll_end(s->word);
+		n.mpend = m->mirror;
 		n.pc[i] = R_CHECK;
 		break;
 	case R_CHECK: {
@@ -287,6 +316,7 @@ static int reader_steps(struct model *m, const struct state *s, int i)
 								    m->carry ? LISM_BELL_CARRY : 0)
 					      : lism_bell_take(s->word, s->take[i], &owes);
 		n.owed = (__u8)(s->owed + owes);
+		n.mpend = m->mirror && m->kind[i] >= LOOKER;
 		n.take[i] = 0;
 		n.pc[i] = R_EAT;
 		break;
@@ -332,11 +362,20 @@ static int writer_steps(struct model *m, const struct state *s)
 		return pushed + 2;
 	case 1: /* carry it (no fence: its look at the word is SC, its store still hidden), or count it
 		   and what it carried (a locked add: the buffer drains) and ring if the rule says so */
+		if (m->mirror && m->carry && s->mpol && (s->wfresh || m->no_gen) && s->carry + s->wlen <= CARRY_MAX) {
+			/* the mirror says so in the generation of its last CAS: no look at the word */
+			n.carry = (__u8)(s->carry + s->wlen);
+			n.wpc = 0;
+			n.wsent = (__u8)(s->wsent + 1);
+			n.wlen = 0;
+			break;
+		}
 		if (m->carry && lism_bell_carries(s->word) && s->carry + s->wlen <= CARRY_MAX) {
 			if (!(s->word & LISM_BELL_CARRIED)) { /* the spin's first: a CAS, which drains */
 				n.word = s->word | LISM_BELL_CARRIED;
 				n.hidden = 0;
 			}
+			n.wfresh = s->mpol; /* the mirror's generation is the CAS's (none while it is off) */
 			n.carry = (__u8)(s->carry + s->wlen);
 			n.wpc = 0;
 			n.wsent = (__u8)(s->wsent + 1);
@@ -346,6 +385,8 @@ static int writer_steps(struct model *m, const struct state *s)
 		n.word = s->word + s->wlen + s->carry;
 		n.hidden = 0;
 		n.carry = 0;
+		if (m->mirror && !m->no_reset && !lism_bell_carries(s->word))
+			n.wfresh = 0; /* its add saw the spin over: carries look at the word again */
 		n.wpc = lism_bell_rings(s->word, s->wlen + s->carry) ? 2 : 0;
 		n.wsent = (__u8)(s->wsent + (n.wpc == 0));
 		n.wlen = n.wpc ? s->wlen : 0;
@@ -362,6 +403,7 @@ static int writer_steps(struct model *m, const struct state *s)
 }
 
 /* The states that break the rule; *@lost: of them, those that lose a wakeup. */
+static int explore_run(struct model *mp, size_t min_states, int *lost);
 static int explore_carry(int kind0, int kind1, int msgs, bool no_count, bool carry, bool no_fence, bool expected,
 			 size_t min_states, int *lost);
 
@@ -373,10 +415,18 @@ static int explore_model(int kind0, int kind1, int msgs, bool no_count, bool exp
 static int explore_carry(int kind0, int kind1, int msgs, bool no_count, bool carry, bool no_fence, bool expected,
 			 size_t min_states, int *lost)
 {
-	struct model m = { .kind = { kind0, kind1 }, .msgs = msgs, .no_count = no_count, .carry = carry,
-			   .no_fence = no_fence, .expected = expected, .seen_cap = 1u << 22 };
+	return explore_run(&(struct model){ .kind = { kind0, kind1 }, .msgs = msgs, .no_count = no_count,
+					    .carry = carry, .no_fence = no_fence, .expected = expected },
+			   min_states, lost);
+}
+
+static int explore_run(struct model *mp, size_t min_states, int *lost)
+{
+	struct model m = *mp;
+	int kind0 = m.kind[0], kind1 = m.kind[1], msgs = m.msgs;
 	struct state s0 = { .word = LISM_BELL_INIT };
 
+	m.seen_cap = 1u << 22;
 	m.seen = calloc(m.seen_cap, sizeof(*m.seen));
 	cr_assert_not_null(m.seen);
 	for (int i = 0; i < 2; i++)
@@ -393,11 +443,12 @@ static int explore_carry(int kind0, int kind1, int msgs, bool no_count, bool car
 				steps += reader_steps(&m, &s, i);
 		/* a carry may stay (the writer's next add has it): the count lags by it */
 		if (!steps && kind0 != REPORTER && kind1 != REPORTER && kind0 != SREPORTER && kind1 != SREPORTER &&
-		    (s.prod != s.cons || s.wsent != msgs || s.sock || s.owed || (s.word & LISM_BELL_FLAGS) ||
+		    (s.prod != s.cons || s.wsent != msgs || s.sock || s.owed || (s.word & LISM_BELL_FLAGS) || s.mpol ||
 		     lism_bell_unread(s.word) + s.carry))
 			fail(&m, &s, "stuck, not at the clean end");
 	}
-	cr_log_info("readers %d %d, %d messages%s: %zu states", kind0, kind1, msgs, carry ? ", carried" : "", m.states);
+	cr_log_info("readers %d %d, %d messages%s%s: %zu states", kind0, kind1, msgs, m.carry ? ", carried" : "",
+		    m.mirror ? ", mirrored" : "", m.states);
 	cr_assert_geq(m.states, min_states, "the search reached only %zu states", m.states);
 	free(m.seen);
 	free(m.stack);
@@ -575,4 +626,60 @@ Test(bell, the_carry_rule)
 	cr_assert_eq(lism_bell_fenced(w, false), w, "a fence does not end the spin that began since");
 	cr_assert(lism_bell_valid(LISM_BELL_INIT - 30, 16), "a count that lags by a carry and a send");
 	cr_assert_not(lism_bell_valid(LISM_BELL_INIT - 33, 16), "by more than the DMB twice");
+}
+
+/* The mirror's mutations (explore_mirror). */
+enum { MIRROR = 0, LATE_CLEAR, NO_GEN, NO_RESET };
+
+static int explore_mirror(int kind0, int msgs, int mutation, bool expected, size_t min_states, int *lost)
+{
+	return explore_run(&(struct model){ .kind = { kind0, 0 }, .msgs = msgs, .carry = true, .mirror = true,
+					    .late_clear = mutation == LATE_CLEAR, .no_gen = mutation == NO_GEN,
+					    .no_reset = mutation == NO_RESET,
+					    .expected = expected },
+			   min_states, lost);
+}
+
+/*
+ * The spin mirror (bell.h): a reader alone in its process, whose every
+ * sleep goes through sleep_begin, loses nothing while its writer carries
+ * on the mirror's word alone, and ends clean.
+ */
+Test(bell, the_spin_mirror_every_interleaving)
+{
+	static const int kinds[] = { SLEEPER, LOOKER, LSPIN, SREPORTER };
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		int errors = explore_mirror(kinds[i], 7, MIRROR, false, 100, NULL);
+
+		cr_assert_eq(errors, 0, "%d states break the rule with the spin mirror (reader %d)", errors, kinds[i]);
+	}
+}
+
+/* A sleeper that clears the mirror after its fence, a writer that carries
+ * on the mirror with no generation, and one that keeps its generation
+ * past an add that saw the spin over (its doorbell then seems to cover
+ * what it carries after), each lose a wakeup. */
+Test(bell, the_spin_mirror_cleared_after_the_fence_loses_a_wakeup)
+{
+	int lost;
+
+	explore_mirror(LSPIN, 3, LATE_CLEAR, true, 50, &lost);
+	cr_assert_gt(lost, 0, "the search found no lost wakeup");
+}
+
+Test(bell, the_spin_mirror_without_generations_loses_a_wakeup)
+{
+	int lost;
+
+	explore_mirror(LSPIN, 3, NO_GEN, true, 50, &lost);
+	cr_assert_gt(lost, 0, "the search found no lost wakeup");
+}
+
+Test(bell, the_spin_mirror_kept_past_an_add_loses_a_wakeup)
+{
+	int lost;
+
+	explore_mirror(LOOKER, 5, NO_RESET, true, 50, &lost);
+	cr_assert_gt(lost, 0, "the search found no lost wakeup");
 }
