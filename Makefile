@@ -287,7 +287,7 @@ vm-deps:
 vmtest: deps vm-deps all $(BUILD)/tests/integration
 	$(Q)VMTEST_SUITES='$(VMTEST_SUITES)' tests/vm/vmtest.sh $(BUILD) $(KERNEL)
 
-bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup $(BUILD)/bench/idlering \
+bench: bench-deps all $(BUILD)/bench/msgrate $(BUILD)/bench/connsetup $(BUILD)/bench/idlering $(BUILD)/bench/yieldpp \
 		$(BUILD)/bench/sockmap.bpf.o
 	$(Q)BUILD=$(abspath $(BUILD)) python3 bench/bench.py
 

@@ -429,6 +429,15 @@ def idle_ring_conns(n):
     return go
 
 
+def yield_pp(ctx):
+    """The floor of any one-CPU ping-pong between two processes (bench/yieldpp:
+    shared memory, each one-way one sched_yield and one switch): only in tcp,
+    a reference for sockperf_pp_same_core (REFERENCE_ONLY)."""
+    out = run([os.path.join(OUT, "yieldpp"), "-t", "%g" % max(1.0, SECONDS),
+               "-c", str(pinned_cpus("same")[0])]).stdout
+    return number(r"one_way_us ([0-9.]+)", out, "yieldpp")
+
+
 # name, unit, higher is better, uses blocking sockets, target ratio (lism/tcp), runner
 WORKLOADS = [
     ("sockperf_tp_14B", "MB/s", True, True, 1.0, sockperf_tp(14)),
@@ -437,6 +446,7 @@ WORKLOADS = [
     ("sockperf_tp_64000B", "MB/s", True, True, 1.7, sockperf_tp(64000)),
     ("sockperf_pp_same_core", "us", False, True, 0.5, sockperf_pp("0", "0")),
     ("sockperf_pp_cross_core", "us", False, True, 0.99, sockperf_pp("0", "1")),
+    ("yield_pp_same_core", "us", False, False, None, yield_pp),
     ("redis_set", "req/s", True, False, 1.9, redis("set", 1)),
     ("redis_get", "req/s", True, False, 1.9, redis("get", 1)),
     ("redis_set_P16", "req/s", True, False, 1.9, redis("set", 16)),
@@ -465,6 +475,8 @@ WORKLOADS = [
 ]
 # workloads only the lism-exec modes (and tcp, for reference) run
 EXEC_ONLY = {"idle_%d_ring_conns" % IDLE_CONNS}
+# references no lism mode changes: tcp alone runs them
+REFERENCE_ONLY = {"yield_pp_same_core"}
 
 
 def cpu_busy_idle():
@@ -557,6 +569,8 @@ def is_exec(mode):
 def runs(mode, name, blocking):
     """Whether @mode runs workload @name (@blocking: it uses blocking sockets)."""
     if name in EXEC_ONLY and not (mode == "tcp" or is_exec(mode)):
+        return False
+    if name in REFERENCE_ONLY and mode != "tcp":
         return False
     return blocking or not blocking_only(mode)
 
@@ -956,6 +970,17 @@ def report(workloads, modes, res, cpu, extra, counters, elapsed):
                 fmt(row["cpu_s_per_s"].get("lism-exec")),
                 "-" if not m28 else "%s %.2f" % (">=" if row["higher_is_better"] else "<=", m28[0]),
                 "-" if not m28 else ("yes" if m28[1] else "**no**")))
+        floor = next((r for r in rows if r["workload"] == "yield_pp_same_core"), None)
+        pp1 = next((r for r in rows if r["workload"] == "sockperf_pp_same_core"), None)
+        if floor and pp1:
+            fl = floor["samples"].get("tcp", [])
+            r_floor = paired_ratio({"x": fl, "tcp": pp1["samples"].get("tcp", [])}, "x", "tcp")
+            lines += ["", "One CPU's floor (yield_pp_same_core: two processes passing a turn through shared memory, "
+                      "each one-way one sched_yield and one switch): %s us, %s of TCP's sockperf ping-pong on one CPU "
+                      "(median of each round's ratio); lism exec's is %s of the floor" % (
+                          fmt(floor["median"].get("tcp")), fmt(r_floor),
+                          fmt(paired_ratio({"x": pp1["samples"].get("lism-exec", []),
+                                            "y": fl}, "x", "y")))]
     conn = info["sockops_ns_per_conn"]
     if conn:
         lines.append("")

@@ -260,10 +260,12 @@ static void rx_unlock(struct lism_conn *c, bool alone)
 		__atomic_store_n(&c->rx_busy, 0, __ATOMIC_RELAXED);
 }
 
-/* Taken again after a spin or a sleep: a nested recv meanwhile is over. */
-static void rx_relock(struct lism_conn *c, bool alone)
+/* Taken again after a spin or a sleep (a nested recv meanwhile is over),
+ * as the connection is now: a signal handler's fork may have shared it. */
+static void rx_relock(struct lism_conn *c, bool *alone)
 {
-	if (!alone)
+	*alone = tx_alone(c);
+	if (!*alone)
 		lock(c, &c->rx_lock);
 	else
 		__atomic_store_n(&c->rx_busy, 1, __ATOMIC_RELAXED);
@@ -291,6 +293,14 @@ static void tx_unlock(struct lism_conn *c, bool alone)
 		pthread_mutex_unlock(&c->tx_lock);
 	else
 		__atomic_store_n(&c->tx_busy, 0, __ATOMIC_RELAXED);
+}
+
+/* Taken again after a spin or a sleep for room, as the connection is now
+ * (a signal handler's fork may have shared it). */
+static void tx_relock(struct lism_conn *c, bool *alone)
+{
+	*alone = tx_alone(c);
+	tx_lock(c, *alone);
 }
 
 static int mutex_init(pthread_mutex_t *l)
@@ -454,7 +464,7 @@ static ssize_t poll_look(int fd, int wait)
  * once the ring is read); -ENOTCONN: the peer's FIN; another -errno: the
  * wait's (-EAGAIN: SO_RCVTIMEO, -EINTR) or the connection's.
  */
-static int tcp_look(struct lism_conn *c, int fd, int wait, bool alone)
+static int tcp_look(struct lism_conn *c, int fd, int wait, bool *alone)
 {
 	char buf[64];
 	ssize_t seen;
@@ -467,7 +477,7 @@ static int tcp_look(struct lism_conn *c, int fd, int wait, bool alone)
 		}
 		/* not holding the lock asleep: a shutdown or a FIONREAD on another
 		 * thread goes on, and a process killed asleep leaves it consistent */
-		rx_unlock(c, alone);
+		rx_unlock(c, *alone);
 	}
 	if (sandboxed)
 		seen = poll_look(fd, wait);
@@ -663,10 +673,18 @@ void lism_conn_set_shared(struct lism_conn *c)
 
 bool lism_conn_kernel_alone(struct lism_conn *c)
 {
+	bool alone = tx_alone(c);
+
 	lism_conn_set_shared(c);
 	/* a take in flight may have looked after set_shared's end of POLLING
 	 * (its own look-again ends it, and leaves its bytes silent): through
-	 * the rx lock, every take that saw the ring unshared is over */
+	 * the rx lock, every take that saw the ring unshared is over.  With
+	 * no lock (one thread), only a recv this call interrupted (a signal
+	 * handler's) can be in flight: its bytes are said now */
+	if (alone && __atomic_load_n(&c->rx_busy, __ATOMIC_RELAXED)) {
+		(void)fence_alone(c);
+		return true;
+	}
 	lock(c, &c->rx_lock);
 	pthread_mutex_unlock(&c->rx_lock);
 	/* the kernel alone waits from now on: what a writer carried shows first */
@@ -688,7 +706,7 @@ static bool looks(struct lism_conn *c);
  * budget before the sleep in the kernel, the rx lock released as for the
  * sleep.  True if something came.
  */
-static bool spin(struct lism_conn *c, bool alone)
+static bool spin(struct lism_conn *c, bool *alone)
 {
 	__u64 budget = __atomic_load_n(&c->shared, __ATOMIC_RELAXED) || sandboxed ? 0 : lism_spin_budget_ns(c->busy_us);
 	struct lism_spin sp;
@@ -696,7 +714,7 @@ static bool spin(struct lism_conn *c, bool alone)
 
 	if (!budget)
 		return false;
-	rx_unlock(c, alone);
+	rx_unlock(c, *alone);
 	if (!lism_conn_spin_begin(c)) {
 		/* bytes counted already (look again), or a wait sleeps on it (no spin) */
 		found = lism_conn_ready(c);
@@ -770,7 +788,7 @@ static bool looks(struct lism_conn *c)
 }
 
 /* lism_conn_recv with the rx lock held (released while it sleeps). */
-static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags, bool alone)
+static ssize_t recv_locked(struct lism_conn *c, int fd, const struct iovec *iov, int iovcnt, int flags, bool *alone)
 {
 	struct iovec rest[64];
 	size_t want = 0, got = 0;
@@ -875,7 +893,7 @@ ssize_t lism_conn_recv(struct lism_conn *c, int fd, const struct iovec *iov, int
 
 	if (r)
 		return r;
-	r = recv_locked(c, fd, iov, iovcnt, flags, alone);
+	r = recv_locked(c, fd, iov, iovcnt, flags, &alone);
 	rx_unlock(c, alone);
 	return r;
 }
@@ -889,7 +907,7 @@ ssize_t lism_conn_recv_into(struct lism_conn *c, int fd, void *buf, size_t n, in
 
 	if (r)
 		return r;
-	r = recv_locked(c, fd, &v, 1, (flags & MSG_DONTWAIT) | MSG_PEEK, alone);
+	r = recv_locked(c, fd, &v, 1, (flags & MSG_DONTWAIT) | MSG_PEEK, &alone);
 	if (r > 0) {
 		/* the lock held from the look to the take: the bytes taken are those the sink took */
 		w = sink(arg, buf, (size_t)r);
@@ -899,7 +917,7 @@ ssize_t lism_conn_recv_into(struct lism_conn *c, int fd, void *buf, size_t n, in
 			ssize_t t;
 
 			v.iov_len = (size_t)w;
-			t = recv_locked(c, fd, &v, 1, MSG_DONTWAIT, alone);
+			t = recv_locked(c, fd, &v, 1, MSG_DONTWAIT, &alone);
 
 			if (t > 0 && t != w)
 				w = rx_fail(c, fd, -EPROTO);
@@ -1131,7 +1149,7 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 
 			tx_unlock(c, alone);
 			room = left > 0 && spin_room(c, (__u64)left * 1000000);
-			tx_lock(c, alone);
+			tx_relock(c, &alone);
 			if (room)
 				continue;
 		}
@@ -1151,11 +1169,11 @@ ssize_t lism_conn_send(struct lism_conn *c, int fd, const struct iovec *iov, int
 			tx_unlock(c, alone); /* as tcp_look */
 			slept = syscall(SYS_futex, &c->map.tx.dir->prod.writer_waits, FUTEX_WAIT, 1, &ts, NULL, 0);
 			if (slept && errno == EINTR && !signals_restart()) {
-				tx_lock(c, alone);
+				tx_relock(c, &alone);
 				r = -EINTR;
 				break;
 			}
-			tx_lock(c, alone);
+			tx_relock(c, &alone);
 		}
 	}
 out:
@@ -1181,10 +1199,12 @@ int lism_conn_shutdown(struct lism_conn *c, int fd, int how)
 
 int lism_conn_unread(struct lism_conn *c, int fd)
 {
-	ssize_t n;
+	bool alone = tx_alone(c);
+	ssize_t n = rx_lock(c, alone);
 	int inq = 0;
 
-	lock(c, &c->rx_lock);
+	if (n)
+		return (int)n; /* a recv this interrupted is at the cursors */
 	n = lism_ring_unread(&c->map.rx);
 	if (!n && c->map.rx.in_run) {
 		/* at a run: its bytes on TCP, after the doorbells still there */
@@ -1196,7 +1216,7 @@ int lism_conn_unread(struct lism_conn *c, int fd)
 			n = n < 0 ? 0 : n > left ? left : n;
 		}
 	}
-	pthread_mutex_unlock(&c->rx_lock);
+	rx_unlock(c, alone);
 	if (n == -EPROTO)
 		return -ECONNRESET;
 	return n < 0 ? (int)n : n > INT_MAX ? INT_MAX : (int)n;

@@ -28,7 +28,7 @@ void lism_fence_init(void)
 
 	__atomic_store_n(&lism_ring_carry, on, __ATOMIC_RELAXED);
 	e = getenv("LISM_MIRROR");
-	__atomic_store_n(&lism_ring_mirror, !(e && !strcmp(e, "0")), __ATOMIC_RELAXED);
+	__atomic_store_n(&lism_ring_mirror, e && !strcmp(e, "0") ? 0 : 1, __ATOMIC_RELAXED);
 }
 
 void lism_fence_forked(void)

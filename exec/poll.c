@@ -206,6 +206,7 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 	for (int i = 0; budget && i < w->nr; i++)
 		spinning += lism_conn_spin_begin(w->r[i].c);
 	lism_spin_start(&sp, budget);
+	sp.t0 = t0; /* its budget counts from the wait's start, as the timeout does */
 	while (spinning && !found) {
 		for (int i = 0; i < w->nr && !found; i++)
 			found = lism_conn_ready(w->r[i].c);

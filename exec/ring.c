@@ -28,7 +28,7 @@
 #define WRITER_STATES (LISM_RING_DONE_WRITING | LISM_RING_CLOSED | LISM_RING_ABORT)
 
 bool lism_ring_carry;
-bool lism_ring_mirror;
+int lism_ring_mirror;
 
 /* The CARRY flag this process's readers set with POLLING. */
 static __u64 carry_bit(void)
@@ -235,16 +235,27 @@ int lism_ring_attach(void *base, __u64 len, int end, struct lism_ring_rx *rx, st
 /*
  * The spin mirror follows the word @w this reader just made (bell.h): on,
  * in a new generation, when it has POLLING with CARRY and the process one
- * thread; off when it has not.  Stored before a sleeper's fence.
+ * thread; off when it has not.  Stored before a sleeper's fence.  By a
+ * CAS from the value it saw: a signal handler's recv or poll between the
+ * load and the store may have moved it, and a plain store would bring
+ * back a generation a writer may still hold (its values only grow, so a
+ * writer's generation is never shown again once it went off).  An "on"
+ * from a word stale by then is safe: a new generation makes the writer
+ * look at the word.
  */
 static void mirror_sync(struct lism_ring_rx *rx, __u64 w)
 {
 	__u64 m = LOAD(&rx->dir->cons.spin);
-	bool on = lism_bell_carries(w) && __atomic_load_n(&lism_ring_mirror, __ATOMIC_RELAXED) &&
-		  __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED);
+	int mode = __atomic_load_n(&lism_ring_mirror, __ATOMIC_RELAXED);
+	bool on = lism_bell_carries(w) &&
+		  (mode == 2 || (mode == 1 && __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED)));
 
-	if (on != (m & 1))
-		STORE(&rx->dir->cons.spin, on ? ((m >> 1) + 1) << 1 | 1 : m & ~1ull);
+	/* bounded: only a peer that writes our header keeps changing it, and
+	 * the mirror only ever misleads that peer's own writes to us */
+	for (int i = 0; i < 8 && on != (m & 1); i++)
+		if (__atomic_compare_exchange_n(&rx->dir->cons.spin, &m, on ? ((m >> 1) + 1) << 1 | 1 : m & ~1ull, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			break;
 }
 
 /* Take @n from the doorbell word after consuming them: owe a doorbell if

@@ -82,10 +82,11 @@ struct lism_ring_tx {
  */
 extern bool lism_ring_carry;
 
-/* Whether this process's readers keep the spin mirror (bell.h) while it
- * has one thread: unless $LISM_MIRROR was 0 at start (the bench's
- * ablation; exec/fence.c). */
-extern bool lism_ring_mirror;
+/* Whether this process's readers keep the spin mirror (bell.h): 1 while
+ * it has one thread, unless $LISM_MIRROR was 0 at start (0: the bench's
+ * ablation; exec/fence.c); 2 whatever its threads (the unit tests, whose
+ * runner has threads of its own). */
+extern int lism_ring_mirror;
 
 /* The device: lay out a header for DMBs of @dmb_size bytes in @len bytes of
  * zeroed memory.  -EINVAL if @len is not lism_ring_region_size(@dmb_size). */

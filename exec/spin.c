@@ -143,7 +143,7 @@ void lism_spin_relax(__u64 since_ns, __u64 *last)
 
 bool lism_spin_next(struct lism_spin *s)
 {
-	if (++s->looks % LISM_SPIN_CLOCK_LOOKS == 2) {
+	if (!(++s->looks % LISM_SPIN_CLOCK_LOOKS)) {
 		__u64 now = lism_spin_now_ns();
 
 		if (!s->t0)

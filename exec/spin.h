@@ -35,7 +35,7 @@
 #define LISM_SPIN_SKIP_MAX   1024
 #define LISM_SPIN_YIELD_NS   0
 #define LISM_SPIN_KERNEL_NS  2000
-#define LISM_SPIN_CLOCK_LOOKS 4
+#define LISM_SPIN_CLOCK_LOOKS 2
 
 /* The process's bound in microseconds ($LISM_BUSY_POLL_US, read once). */
 __u32 lism_spin_default_us(void);
@@ -65,12 +65,13 @@ __u64 lism_spin_yield_ns(void);
 void lism_spin_relax(__u64 since_ns, __u64 *last);
 
 /*
- * One spin: its budget, and its clock, read after its second look and
- * every LISM_SPIN_CLOCK_LOOKS looks after that (a spin that finds its
- * bytes at its first or second look reads none: two clock reads were 3 %
- * of a one-CPU ping-pong's one-way).  Its budget starts at its first read,
- * so a spin outlasts it by one look, and by at most
- * LISM_SPIN_CLOCK_LOOKS - 1 looks past it.
+ * One spin: its budget, and its clock, read after every
+ * LISM_SPIN_CLOCK_LOOKS looks (a spin that finds its bytes at its first or
+ * second look reads none: two clock reads were 3 % of a one-CPU
+ * ping-pong's one-way).  Its budget starts at its first read, so a spin
+ * looks LISM_SPIN_CLOCK_LOOKS times before it and as many past it at
+ * most, each with its yield; with LISM_SPIN_YIELD_NS above 0 the yields
+ * follow the clock as last read.
  */
 struct lism_spin {
 	__u64 budget_ns;

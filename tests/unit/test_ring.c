@@ -458,6 +458,70 @@ Test(ring, a_spinning_reader_silences_the_doorbells_and_says_the_bytes)
 	pair_close(&p);
 }
 
+/* The spin mirror (bell.h): the reader's spin turns it on in a new
+ * generation; the writer's first carry looks at the word, the next ones
+ * do not; an add that finds the spin over forgets the generation; a
+ * process with a second thread (this runner's) never turns it on. */
+Test(ring, a_writer_carries_on_the_spin_mirror)
+{
+	struct pair p;
+	char out[64];
+	bool carried;
+	__u64 w;
+
+	lism_ring_carry = true;
+	lism_ring_mirror = 2; /* whatever the runner's threads */
+	pair_open(&p, 64);
+	cr_assert(lism_ring_rx_poll_begin(&p.rx[1]));
+	cr_assert_eq(p.h->dir[1].cons.spin, 3, "on, in generation 1");
+	cr_assert_eq(send_buf(&p.tx[0], "abc", 3), 3);
+	cr_assert_eq(p.tx[0].carry, 3, "carried");
+	cr_assert(p.h->dir[1].prod.bell & LISM_BELL_CARRIED, "the first carry looked at the word and said so");
+	cr_assert_eq(p.tx[0].spin_seen, 3, "in this generation");
+	/* the next one does not look: a word that says no spin does not stop it */
+	w = p.h->dir[1].prod.bell;
+	p.h->dir[1].prod.bell = w & ~LISM_BELL_POLLING;
+	cr_assert_eq(send_buf(&p.tx[0], "def", 3), 3);
+	cr_assert_eq(p.tx[0].carry, 6, "carried on the mirror alone");
+	p.h->dir[1].prod.bell = w;
+	cr_assert_not(lism_ring_rx_poll_end(&p.rx[1]));
+	cr_assert_eq(p.h->dir[1].cons.spin, 2, "the spin's end turns it off");
+	cr_assert_eq(send_buf(&p.tx[0], "g", 1), 1);
+	cr_assert_eq(p.tx[0].carry, 0, "off: the writer looks at the word, and adds");
+	cr_assert_eq(p.tx[0].spin_seen, 0, "an add that found the spin over forgets it");
+	cr_assert_eq(lism_bell_unread(p.h->dir[1].prod.bell), 7);
+	cr_assert_eq(recv_buf(&p.rx[1], out, 64, 0), 7);
+
+	/* an add past half the DMB that finds the spin over forgets the
+	 * generation even while the mirror (stale) still shows it */
+	cr_assert(lism_ring_rx_poll_begin(&p.rx[1]));
+	cr_assert_eq(p.h->dir[1].cons.spin, 5, "a new generation");
+	cr_assert_eq(send_buf(&p.tx[0], "0123456789", 10), 10);
+	cr_assert_eq(p.tx[0].spin_seen, 5);
+	cr_assert_not(lism_ring_rx_sleep_begin(&p.rx[1], &carried));
+	cr_assert(carried);
+	cr_assert_eq(p.h->dir[1].cons.spin, 4, "off before the sleeper's fence");
+	p.h->dir[1].cons.spin = 5; /* the window before the mirror's store */
+	cr_assert_eq(send_buf(&p.tx[0], "0123456789abcdefghijklmnopqrstuv", 32), 32);
+	cr_assert_eq(p.tx[0].carry, 0, "past half the DMB: an add");
+	cr_assert_eq(p.tx[0].spin_seen, 0, "which saw the spin over");
+	cr_assert_eq(send_buf(&p.tx[0], "x", 1), 1);
+	cr_assert_eq(p.tx[0].carry, 0, "so the next send looks at the word: no spin, an add");
+	p.h->dir[1].cons.spin = 4;
+	lism_ring_rx_sleep_end(&p.rx[1]);
+	cr_assert_eq(recv_buf(&p.rx[1], out, 64, 0), 43);
+
+	/* more threads (this runner has them): never on (their stores would race) */
+	lism_ring_mirror = 1;
+	cr_assert(lism_ring_rx_poll_begin(&p.rx[1]));
+	cr_assert_eq(p.h->dir[1].cons.spin, 4, "off with a second thread");
+	cr_assert_eq(send_buf(&p.tx[0], "y", 1), 1);
+	cr_assert_eq(p.tx[0].carry, 1, "the writer still carries, looking at the word");
+	cr_assert_eq(p.tx[0].spin_seen, 0);
+	cr_assert_not(lism_ring_rx_poll_end(&p.rx[1]));
+	pair_close(&p);
+}
+
 /* Carried counts (bell.h): no add while the reader spins with CARRY; the
  * sleeper's fence shows the bytes; the next add counts the carry. */
 Test(ring, a_writer_carries_while_its_reader_spins)
