@@ -673,22 +673,20 @@ void lism_conn_set_shared(struct lism_conn *c)
 
 bool lism_conn_kernel_alone(struct lism_conn *c)
 {
-	bool alone = tx_alone(c);
+	/* with no rx lock (one thread), only a recv this call interrupted (a
+	 * signal handler's) can be in flight: its bytes are said now */
+	bool interrupted = tx_alone(c) && __atomic_load_n(&c->rx_busy, __ATOMIC_RELAXED);
 
 	lism_conn_set_shared(c);
 	/* a take in flight may have looked after set_shared's end of POLLING
 	 * (its own look-again ends it, and leaves its bytes silent): through
-	 * the rx lock, every take that saw the ring unshared is over.  With
-	 * no lock (one thread), only a recv this call interrupted (a signal
-	 * handler's) can be in flight: its bytes are said now */
-	if (alone && __atomic_load_n(&c->rx_busy, __ATOMIC_RELAXED)) {
-		(void)fence_alone(c);
-		return true;
+	 * the rx lock, every take that saw the ring unshared is over */
+	if (!interrupted) {
+		lock(c, &c->rx_lock);
+		pthread_mutex_unlock(&c->rx_lock);
 	}
-	lock(c, &c->rx_lock);
-	pthread_mutex_unlock(&c->rx_lock);
 	/* the kernel alone waits from now on: what a writer carried shows first */
-	return fence_alone(c);
+	return fence_alone(c) || interrupted;
 }
 
 /* After POLLING may have been set: end it if the ring became shared meanwhile (set_shared). */

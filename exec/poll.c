@@ -202,7 +202,7 @@ static int wait_rings(struct waiter *w, int ms, bool spin)
 			bound = w->r[i].c->busy_us;
 	budget = lism_spin_budget_ns(bound);
 	if (ms > 0 && budget > (__u64)ms * 1000000)
-		budget = (__u64)ms * 1000000; /* never past the caller's timeout */
+		budget = (__u64)ms * 1000000; /* the caller's timeout bounds it (two looks past at most) */
 	for (int i = 0; budget && i < w->nr; i++)
 		spinning += lism_conn_spin_begin(w->r[i].c);
 	lism_spin_start(&sp, budget);

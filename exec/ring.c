@@ -15,10 +15,9 @@
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
-
-#include "bell.h"
 #include <sys/single_threaded.h>
 
+#include "bell.h"
 #include "ring.h"
 
 #define LOAD(p)      __atomic_load_n((p), __ATOMIC_ACQUIRE)

@@ -127,7 +127,10 @@ __u64 lism_spin_yield_ns(void)
 	return (__u64)v;
 }
 
-void lism_spin_relax(__u64 since_ns, __u64 *last)
+/* Between two looks at the rings: a pause, and the CPU yielded every
+ * LISM_SPIN_YIELD_NS (@since_ns: the spin's time so far; @last: the state
+ * it keeps). */
+static void relax(__u64 since_ns, __u64 *last)
 {
 	if (since_ns - *last >= lism_spin_yield_ns()) {
 		*last = since_ns;
@@ -152,6 +155,6 @@ bool lism_spin_next(struct lism_spin *s)
 		if (s->t >= s->budget_ns)
 			return false;
 	}
-	lism_spin_relax(s->t, &s->yielded);
+	relax(s->t, &s->yielded);
 	return true;
 }

@@ -59,15 +59,10 @@ __u64 lism_spin_now_ns(void);
 /* LISM_SPIN_YIELD_NS, or $LISM_BUSY_POLL_YIELD_NS (the bench's ablation). */
 __u64 lism_spin_yield_ns(void);
 
-/* Between two looks at the rings: a pause, and the CPU yielded every
- * LISM_SPIN_YIELD_NS (@since_ns: the spin's time so far; @last: the state
- * it keeps). */
-void lism_spin_relax(__u64 since_ns, __u64 *last);
-
 /*
  * One spin: its budget, and its clock, read after every
  * LISM_SPIN_CLOCK_LOOKS looks (a spin that finds its bytes at its first or
- * second look reads none: two clock reads were 3 % of a one-CPU
+ * second look reads none: two clock reads were 5 % of a one-CPU
  * ping-pong's one-way).  Its budget starts at its first read, so a spin
  * looks LISM_SPIN_CLOCK_LOOKS times before it and as many past it at
  * most, each with its yield; with LISM_SPIN_YIELD_NS above 0 the yields
@@ -77,7 +72,7 @@ struct lism_spin {
 	__u64 budget_ns;
 	__u64 t0;      /* the first read; 0: none yet */
 	__u64 t;       /* the time spent at the last read */
-	__u64 yielded; /* lism_spin_relax's */
+	__u64 yielded; /* the time at the last yield */
 	__u32 looks;
 };
 
